@@ -1,0 +1,228 @@
+"""The one headless OpenGL context kerasgl runs on, and what the driver says about it.
+
+Only this module creates the GL context. It is created lazily, on first use, through EGL with
+OpenGL 4.3 or newer (compute shaders and SSBOs), and it belongs to the thread that created it:
+OpenGL contexts are current on one thread only, so a call from another thread is refused with a
+clear error rather than corrupting state.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from dataclasses import dataclass
+
+from .errors import GLContextError
+
+DEVICE_ENV = "KERASGL_EGL_DEVICE"
+
+_INSTALL_HINT = (
+    "kerasgl needs OpenGL 4.3+ through EGL. On Debian/Ubuntu install Mesa's EGL and DRI drivers "
+    "(software rendering works everywhere): `apt-get install libegl1 libgl1 libgl1-mesa-dri "
+    "libegl-mesa0`; for an NVIDIA GPU, the NVIDIA driver's EGL library (libEGL_nvidia)."
+)
+
+_ctx = None
+_owner_thread: int | None = None
+_device_index: int | None = None
+_gl: "_DriverGL | None" = None
+_lock = threading.Lock()
+
+
+def select_device(index: int) -> None:
+    """Choose the EGL device (GPU) by index, for machines with several. Must be called before
+    the first GPU operation; the environment variable KERASGL_EGL_DEVICE does the same."""
+    global _device_index
+    if _ctx is not None:
+        raise GLContextError(
+            f"select_device({index}) must be called before the first GPU operation; the context "
+            f"already runs on EGL device {_device_index or 0}.")
+    _device_index = int(index)
+
+
+def _requested_device() -> int | None:
+    if _device_index is not None:
+        return _device_index
+    value = os.environ.get(DEVICE_ENV)
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise GLContextError(f"{DEVICE_ENV} must be an integer EGL device index, got {value!r}.")
+
+
+def get_context():
+    """The moderngl context, created on first use. Raises GLContextError when GL is unusable or
+    when called from a thread other than the one that created it."""
+    global _ctx, _owner_thread, _gl
+    if _ctx is not None:
+        if threading.get_ident() != _owner_thread:
+            raise GLContextError(
+                "kerasgl's OpenGL context belongs to the thread that created it "
+                f"(thread id {_owner_thread}); it was used from thread id {threading.get_ident()}. "
+                "Run all kerasgl calls on one thread.")
+        return _ctx
+    with _lock:
+        if _ctx is not None:
+            return get_context()
+        try:
+            import moderngl
+        except ImportError as exc:  # pragma: no cover - a dependency, always installed
+            raise GLContextError(f"moderngl is not installed ({exc}). {_INSTALL_HINT}") from exc
+        settings = {"standalone": True, "backend": "egl", "require": 430}
+        device = _requested_device()
+        if device is not None:
+            settings["device_index"] = device
+        try:
+            ctx = moderngl.create_context(**settings)
+        except Exception as exc:
+            raise GLContextError(
+                f"Could not create a headless OpenGL 4.3 context through EGL"
+                f"{'' if device is None else f' on device {device}'}: {exc}. {_INSTALL_HINT}"
+            ) from exc
+        # Objects die when kerasgl releases them, never when Python collects a wrapper.
+        ctx.gc_mode = None
+        _ctx, _owner_thread = ctx, threading.get_ident()
+        _gl = _DriverGL()
+        return _ctx
+
+
+def has_context() -> bool:
+    """Whether the GL context has been created (without creating it)."""
+    return _ctx is not None
+
+
+def driver() -> "_DriverGL":
+    """Raw GL entry points through ctypes, for asking the driver itself (not moderngl)."""
+    get_context()
+    return _gl
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_ssbo_block_bytes: int
+    max_ssbo_bindings: int
+    max_texture_size: int
+    max_work_group_size: tuple
+    max_work_group_count: tuple
+    max_work_group_invocations: int
+    max_shared_memory_bytes: int
+
+
+@dataclass(frozen=True)
+class Info:
+    vendor: str
+    renderer: str
+    version: str
+    glsl_version: str
+    egl_device: int
+    limits: Limits
+
+    def __str__(self) -> str:
+        lim = self.limits
+        return "\n".join([
+            f"vendor:    {self.vendor}",
+            f"renderer:  {self.renderer}",
+            f"version:   {self.version} (GLSL {self.glsl_version})",
+            f"device:    EGL device {self.egl_device}",
+            f"max SSBO block size:       {lim.max_ssbo_block_bytes} bytes",
+            f"max SSBO bindings:         {lim.max_ssbo_bindings}",
+            f"max texture size:          {lim.max_texture_size}",
+            f"max work group size:       {lim.max_work_group_size}",
+            f"max work group count:      {lim.max_work_group_count}",
+            f"max work group invocations: {lim.max_work_group_invocations}",
+            f"max shared memory:         {lim.max_shared_memory_bytes} bytes",
+        ])
+
+
+_limits: Limits | None = None
+
+
+def limits() -> Limits:
+    """The driver limits that matter to kerasgl, read once."""
+    global _limits
+    if _limits is None:
+        gl = driver()
+        _limits = Limits(
+            max_ssbo_block_bytes=gl.get_integer(0x90DE),        # GL_MAX_SHADER_STORAGE_BLOCK_SIZE
+            max_ssbo_bindings=gl.get_integer(0x90DD),           # GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS
+            max_texture_size=gl.get_integer(0x0D33),            # GL_MAX_TEXTURE_SIZE
+            max_work_group_size=tuple(gl.get_integer_i(0x91BF, i) for i in range(3)),
+            max_work_group_count=tuple(gl.get_integer_i(0x91BE, i) for i in range(3)),
+            max_work_group_invocations=gl.get_integer(0x90EB),
+            max_shared_memory_bytes=gl.get_integer(0x8262),     # GL_MAX_COMPUTE_SHARED_MEMORY_SIZE
+        )
+    return _limits
+
+
+def info() -> Info:
+    """Vendor, renderer, GL version and limits of the GPU kerasgl runs on."""
+    ctx = get_context()
+    return Info(
+        vendor=ctx.info["GL_VENDOR"], renderer=ctx.info["GL_RENDERER"],
+        version=ctx.info["GL_VERSION"],
+        glsl_version=driver().get_string(0x8B8C),  # GL_SHADING_LANGUAGE_VERSION
+        egl_device=_requested_device() or 0, limits=limits())
+
+
+class _DriverGL:
+    """A few GL functions called directly through ctypes, looked up with eglGetProcAddress so they
+    reach whichever driver (Mesa, NVIDIA, ...) owns the current EGL context. Used to check our own
+    bookkeeping against the driver (glIsBuffer etc.) and to read limits moderngl does not expose."""
+
+    def __init__(self):
+        path = ctypes.util.find_library("EGL") or "libEGL.so.1"
+        egl = ctypes.CDLL(path)
+        egl.eglGetProcAddress.restype = ctypes.c_void_p
+        egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
+
+        def fn(name, restype, *argtypes):
+            address = egl.eglGetProcAddress(name.encode())
+            if not address:
+                raise GLContextError(f"The GL driver does not provide {name}.")
+            return ctypes.CFUNCTYPE(restype, *argtypes)(address)
+
+        u32, i32 = ctypes.c_uint, ctypes.c_int
+        self.glIsBuffer = fn("glIsBuffer", ctypes.c_ubyte, u32)
+        self.glIsTexture = fn("glIsTexture", ctypes.c_ubyte, u32)
+        self.glIsProgram = fn("glIsProgram", ctypes.c_ubyte, u32)
+        self.glIsShader = fn("glIsShader", ctypes.c_ubyte, u32)
+        self._glGetIntegerv = fn("glGetIntegerv", None, u32, ctypes.POINTER(i32))
+        self._glGetIntegeri_v = fn("glGetIntegeri_v", None, u32, u32, ctypes.POINTER(i32))
+        self._glGetString = fn("glGetString", ctypes.c_char_p, u32)
+        self._glGetNamedBufferParameteriv = fn(
+            "glGetNamedBufferParameteriv", None, u32, u32, ctypes.POINTER(i32))
+        self._glGetTextureLevelParameteriv = fn(
+            "glGetTextureLevelParameteriv", None, u32, i32, u32, ctypes.POINTER(i32))
+        self.glFinish = fn("glFinish", None)
+
+    def get_integer(self, pname: int) -> int:
+        out = ctypes.c_int(0)
+        self._glGetIntegerv(pname, ctypes.byref(out))
+        return out.value
+
+    def get_integer_i(self, pname: int, index: int) -> int:
+        out = ctypes.c_int(0)
+        self._glGetIntegeri_v(pname, index, ctypes.byref(out))
+        return out.value
+
+    def get_string(self, name: int) -> str:
+        value = self._glGetString(name)
+        return value.decode() if value else ""
+
+    def buffer_size(self, glo: int) -> int:
+        """GL_BUFFER_SIZE of a live buffer, as the driver reports it."""
+        out = ctypes.c_int(0)
+        self._glGetNamedBufferParameteriv(glo, 0x8764, ctypes.byref(out))
+        return out.value
+
+    def texture_extent(self, glo: int) -> tuple[int, int, int]:
+        """(width, height, internal format) of level 0 of a live texture."""
+        values = []
+        for pname in (0x1000, 0x1001, 0x1003):  # WIDTH, HEIGHT, INTERNAL_FORMAT
+            out = ctypes.c_int(0)
+            self._glGetTextureLevelParameteriv(glo, 0, pname, ctypes.byref(out))
+            values.append(out.value)
+        return tuple(values)

@@ -1,0 +1,3 @@
+"""Keras layers, one class per Keras class_name, grouped by family as Keras groups them.
+Importing this package registers every layer family in LAYER_CLASSES."""
+from .base import LAYER_CLASSES, Layer, register  # noqa: F401

@@ -1,0 +1,74 @@
+"""Keras activation names -> the pointwise functions of shaders/activations.glsl.
+
+One place decides what each Keras activation computes, including the formulas that changed between
+Keras 2 and Keras 3 (hard_sigmoid). Fused kernels (dense, conv, ...) use `pointwise()` to fold an
+activation into their epilogue; softmax and log_softmax are not pointwise and run as their own op.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import UnsupportedLayerError
+
+# Keras name -> (GLSL function in activations.glsl, parameters act_p0..)
+_POINTWISE = {
+    "linear": ("act_linear", ()),
+    None: ("act_linear", ()),
+    "relu": ("act_relu", ()),
+    "relu6": ("act_relu6", ()),
+    "leaky_relu": ("act_leaky_relu", (0.2,)),     # keras.activations.leaky_relu default slope
+    "elu": ("act_elu", (1.0,)),
+    "selu": ("act_selu", ()),
+    "gelu": ("act_gelu", ()),                     # Keras 3 default: approximate=False
+    "sigmoid": ("act_sigmoid", ()),
+    "tanh": ("act_tanh", ()),
+    "hard_silu": ("act_hard_silu", ()),
+    "hard_swish": ("act_hard_silu", ()),
+    "silu": ("act_silu", ()),
+    "swish": ("act_silu", ()),
+    "softplus": ("act_softplus", ()),
+    "softsign": ("act_softsign", ()),
+    "exponential": ("act_exponential", ()),
+    "mish": ("act_mish", ()),
+}
+NON_POINTWISE = ("softmax", "log_softmax")
+
+
+@dataclass(frozen=True)
+class Pointwise:
+    """A pointwise activation: the GLSL function name and its parameters."""
+    function: str
+    params: tuple = ()
+
+    @property
+    def is_identity(self) -> bool:
+        return self.function == "act_linear"
+
+
+def activation_name(value) -> str | None:
+    """The Keras activation name from a config value: a string, None, or a serialized dict."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        config = value.get("config")
+        if isinstance(config, str):
+            return config
+        if isinstance(config, dict) and "name" in config:
+            return config["name"]
+        return value.get("class_name")
+    return str(value)
+
+
+def pointwise(value, keras_major: int, where: str = "") -> Pointwise | None:
+    """The pointwise activation for a config value, or None for softmax / log_softmax.
+    Raises UnsupportedLayerError for an activation kerasgl does not know."""
+    name = activation_name(value)
+    if name == "hard_sigmoid":
+        # Keras 2 computed clip(0.2 x + 0.5, 0, 1); Keras 3 computes relu6(x + 3) / 6.
+        return Pointwise("act_hard_sigmoid_k2" if keras_major == 2 else "act_hard_sigmoid")
+    if name in _POINTWISE:
+        function, params = _POINTWISE[name]
+        return Pointwise(function, params)
+    if name in NON_POINTWISE:
+        return None
+    raise UnsupportedLayerError(f"{where + ': ' if where else ''}activation {name!r} is not supported.")

@@ -1,0 +1,20 @@
+"""Tensors made on the GPU: constant fills (and random numbers, in random.py)."""
+from __future__ import annotations
+
+from ..tensor import Tensor, empty, normalize_dtype, normalize_shape
+from . import dispatch
+
+
+def fill(shape, value, dtype="float32", storage: str = "buffer") -> Tensor:
+    shape, dtype = normalize_shape(shape), normalize_dtype(dtype)
+    out = empty(shape, dtype, storage="buffer")
+    if out.size:
+        value = int(value) if dtype == "int32" else float(value)
+        dispatch.run("fill.comp", defines={"IS_INT": dtype == "int32"}, buffers=[out],
+                     uniforms={"n": out.size, "value": value}, groups=dispatch.groups_for(out.size))
+    if storage == "buffer":
+        return out
+    try:
+        return out.to_texture()
+    finally:
+        out.dispose()

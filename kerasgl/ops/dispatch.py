@@ -1,0 +1,44 @@
+"""Bind buffers, set uniforms, dispatch a compute program: the one place ops touch moderngl."""
+from __future__ import annotations
+
+import math
+
+from .. import context, shaders
+
+MAX_GROUPS_PER_DIM = 65535
+DEFAULT_LOCAL_SIZE = 64
+
+
+def groups_for(n_invocations: int, local_size: int = DEFAULT_LOCAL_SIZE) -> tuple[int, int, int]:
+    """Work-group grid covering n invocations in 1D, folded into 2D past 65535 groups
+    (the shader's linear_index() undoes the fold)."""
+    n_groups = max(1, math.ceil(n_invocations / local_size))
+    if n_groups <= MAX_GROUPS_PER_DIM:
+        return (n_groups, 1, 1)
+    gy = math.ceil(n_groups / MAX_GROUPS_PER_DIM)
+    gx = math.ceil(n_groups / gy)
+    return (gx, gy, 1)
+
+
+def run(name: str, *, defines: dict | None = None, buffers=(), images=(), uniforms: dict | None = None,
+        groups: tuple = (1, 1, 1)) -> None:
+    """Dispatch shaders/<name>.
+
+    buffers: sequence of tensors (or moderngl buffers) bound as SSBOs 0, 1, 2, ... in order.
+    images: sequence of (unit, moderngl texture, read, write, format) bound as image units.
+    uniforms: name -> value; names the compiler optimised away are ignored.
+    """
+    program = shaders.program(name, defines)
+    for binding, buf in enumerate(buffers):
+        handle = buf.gl_buffer() if hasattr(buf, "gl_buffer") else buf
+        handle.bind_to_storage_buffer(binding)
+    for unit, texture, read, write, fmt in images:
+        texture.bind_to_image(unit, read=read, write=write, format=fmt)
+    if uniforms:
+        for key, value in uniforms.items():
+            member = program.get(key, None)
+            if member is not None:
+                member.value = value
+    program.run(*groups)
+    # Later dispatches and reads must see these writes.
+    context.get_context().memory_barrier()

@@ -1,0 +1,112 @@
+"""Elementwise ops: unary maps (activations included) and binary ops with numpy broadcasting."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..tensor import Tensor, empty
+from . import dispatch
+from .storage_ops import any_storage
+
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "squared_difference")
+MAX_RANK = 8
+
+
+def broadcast_shape(a_shape, b_shape) -> tuple[int, ...]:
+    """numpy's broadcasting rule, with kerasgl's error when shapes do not fit."""
+    try:
+        return tuple(np.broadcast_shapes(tuple(a_shape), tuple(b_shape)))
+    except ValueError:
+        raise ShapeError(f"Shapes {list(a_shape)} and {list(b_shape)} cannot be broadcast together.")
+
+
+def broadcast_strides(shape, out_shape) -> list[int]:
+    """Element strides of a C-contiguous `shape` seen through `out_shape` (0 where broadcast)."""
+    shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
+    strides, step = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = 0 if shape[d] == 1 and out_shape[d] != 1 else step
+        step *= shape[d]
+    return strides
+
+
+def _pad(values, length=MAX_RANK, fill=1):
+    return tuple(values) + (fill,) * (length - len(values))
+
+
+def _as_operand(value):
+    if isinstance(value, Tensor):
+        value._check_alive()
+        if value.dtype != "float32":
+            raise ShapeError(f"Elementwise ops take float32 tensors. Received {value.dtype} "
+                             f"tensor of shape {list(value.shape)}.")
+        return value
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    raise TypeError(f"Elementwise ops take kerasgl Tensors and Python numbers, not {type(value).__name__}.")
+
+
+@any_storage
+def binary(op: str, a, b) -> Tensor:
+    """c = op(a, b) elementwise; a and b are tensors or numbers, broadcast as numpy does."""
+    if op not in BINARY_OPS:
+        raise ValueError(f"Unknown binary op {op!r}; expected one of {BINARY_OPS}.")
+    a, b = _as_operand(a), _as_operand(b)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError("binary() needs at least one kerasgl Tensor.")
+    a_shape = a.shape if isinstance(a, Tensor) else ()
+    b_shape = b.shape if isinstance(b, Tensor) else ()
+    out_shape = broadcast_shape(a_shape, b_shape)
+    if len(out_shape) > MAX_RANK:
+        raise ShapeError(f"Elementwise ops support up to rank {MAX_RANK}. Received {list(out_shape)}.")
+    out = empty(out_shape)
+    if out.size == 0:
+        return out
+    a_scalar, b_scalar = not isinstance(a, Tensor), not isinstance(b, Tensor)
+    broadcast = (not a_scalar and a_shape != out_shape) or (not b_scalar and b_shape != out_shape)
+    uniforms = {"n": out.size}
+    if a_scalar:
+        uniforms["a_value"] = a
+    if b_scalar:
+        uniforms["b_value"] = b
+    if broadcast:
+        uniforms.update(rank=len(out_shape), out_shape=_pad(out_shape),
+                        a_strides=_pad(broadcast_strides(a_shape, out_shape), fill=0),
+                        b_strides=_pad(broadcast_strides(b_shape, out_shape), fill=0))
+    # An unused binding still needs a buffer bound; the output serves as a harmless stand-in.
+    buffers = [out if a_scalar else a, out if b_scalar else b, out]
+    dispatch.run("binary.comp", defines={"OP": f"binary_{op}", "A_SCALAR": a_scalar,
+                                         "B_SCALAR": b_scalar, "BROADCAST": broadcast},
+                 buffers=buffers, uniforms=uniforms, groups=dispatch.groups_for(out.size))
+    return out
+
+
+def activation_defines(name: str) -> dict:
+    return {"ACT": f"act_{name}"}
+
+
+def activation_uniforms(params) -> dict:
+    return {f"act_p{i}": float(v) for i, v in enumerate(params)}
+
+
+@any_storage
+def unary(name: str, x: Tensor, *params: float) -> Tensor:
+    """y = act_<name>(x) elementwise, a function from shaders/activations.glsl; `params` fill its
+    uniforms act_p0.. (e.g. the slope of leaky_relu)."""
+    x = _as_operand(x)
+    if not isinstance(x, Tensor):
+        raise TypeError("unary() takes a kerasgl Tensor.")
+    out = empty(x.shape)
+    if out.size:
+        dispatch.run("unary.comp", defines=activation_defines(name), buffers=[x, out],
+                     uniforms={"n": out.size, **activation_uniforms(params)},
+                     groups=dispatch.groups_for(out.size))
+    return out
+
+
+def add(a, b): return binary("add", a, b)
+def sub(a, b): return binary("sub", a, b)
+def mul(a, b): return binary("mul", a, b)
+def div(a, b): return binary("div", a, b)
+def maximum(a, b): return binary("maximum", a, b)
+def minimum(a, b): return binary("minimum", a, b)

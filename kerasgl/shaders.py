@@ -1,0 +1,92 @@
+"""Finds the GLSL files in `shaders/`, resolves `#include`, injects `#define`s, compiles, caches.
+
+A program is keyed by (file, defines): each distinct key compiles once per context and lives as
+long as the context (or until `clear_program_cache()`); `memory()` counts programs as GL objects.
+"""
+from __future__ import annotations
+
+import os
+import re
+from importlib import resources
+
+from . import context
+from .errors import KerasGLError
+from .ownership import GLObject
+
+_INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.MULTILINE)
+_cache: dict[tuple, GLObject] = {}
+_sources: dict[str, str] = {}
+
+
+class ShaderError(KerasGLError):
+    """A shader failed to compile or link (a bug in kerasgl, or a driver that rejects valid GLSL)."""
+
+
+def shader_dir() -> str:
+    """`shaders/` inside the installed package (kerasgl/_shaders), else the repository's."""
+    try:
+        installed = resources.files("kerasgl._shaders")
+        if installed.joinpath("common.glsl").is_file():
+            return str(installed)
+    except ModuleNotFoundError:
+        pass
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "shaders")
+
+
+def _read(name: str, seen: tuple = ()) -> str:
+    if name in seen:
+        raise ShaderError(f"#include cycle in shaders: {' -> '.join(seen + (name,))}")
+    if name not in _sources:
+        path = os.path.join(shader_dir(), name)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                _sources[name] = handle.read()
+        except OSError as exc:
+            raise ShaderError(f"Shader file {path} cannot be read: {exc}") from exc
+    return _INCLUDE.sub(lambda m: _read(m.group(1), seen + (name,)), _sources[name])
+
+
+def source(name: str, defines: dict | None = None) -> str:
+    """Full GLSL text of shaders/<name>: includes resolved, defines after the #version line."""
+    text = _read(name)
+    lines = text.split("\n", 1)
+    if not lines[0].startswith("#version"):
+        raise ShaderError(f"shaders/{name} must start with a #version line")
+    define_lines = "".join(f"#define {key} {_glsl(value)}\n" for key, value in (defines or {}).items())
+    return f"{lines[0]}\n{define_lines}#line 2\n{lines[1] if len(lines) > 1 else ''}"
+
+
+def _glsl(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return repr(value) if ("e" in repr(value) or "." in repr(value)) else f"{value}.0"
+    return str(value)
+
+
+def program(name: str, defines: dict | None = None):
+    """The compiled compute program for shaders/<name> with these defines (cached)."""
+    key = (name, tuple(sorted((defines or {}).items())))
+    cached = _cache.get(key)
+    if cached is not None and cached.alive:
+        return cached.handle
+    ctx = context.get_context()
+    text = source(name, defines)
+    try:
+        compiled = ctx.compute_shader(text)
+    except Exception as exc:
+        raise ShaderError(f"shaders/{name} with defines {dict(defines or {})} failed to compile: {exc}") from exc
+    _cache[key] = GLObject("program", compiled, 0, label=name)
+    return compiled
+
+
+def clear_program_cache() -> None:
+    """Delete every cached program (they are compiled again on next use)."""
+    for obj in _cache.values():
+        obj.release()
+    _cache.clear()
+    _sources.clear()
+
+
+def cached_program_count() -> int:
+    return sum(1 for obj in _cache.values() if obj.alive)

@@ -19,7 +19,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q --upgrade pip setuptools wheel
 if [ "${1:-}" = "--test" ]; then
   .venv/bin/python -m pip install -q '.[test]'
 else

@@ -89,6 +89,13 @@ def get_context():
         return _ctx
 
 
+def check_thread() -> None:
+    """Raise GLContextError when called from a thread other than the context's owner (cheap: no
+    GL call). Tensors call it before touching their GL objects."""
+    if _owner_thread is not None and threading.get_ident() != _owner_thread:
+        get_context()
+
+
 def has_context() -> bool:
     """Whether the GL context has been created (without creating it)."""
     return _ctx is not None

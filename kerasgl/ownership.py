@@ -259,7 +259,9 @@ def _close_scope(survivors) -> None:
             tensor.dispose()
     if _scopes:
         for tensor in survivors:
-            if not tensor._kept and not tensor.is_disposed:
+            # Only tensors this scope owned move up: a returned tensor made outside the scope
+            # (an argument, say) keeps the owner it had.
+            if id(tensor) in scope.tensors and not tensor.is_disposed:
                 _scopes[-1].tensors[id(tensor)] = tensor
 
 

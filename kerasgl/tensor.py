@@ -1,7 +1,7 @@
 """Tensor: an n-dimensional float32 (or int32) array living in a GL buffer or texture.
 
 Thin on purpose: every computation it offers is a call into `ops/`. Its GL object belongs to its
-Storage (memory.py), which may be shared with views made by reshape.
+Storage (ownership.py), which may be shared with views made by reshape.
 """
 from __future__ import annotations
 
@@ -85,11 +85,15 @@ class Tensor:
         """Free the GPU memory now (when no view shares it). Disposing twice is harmless."""
         if self._disposed:
             return
+        context.check_thread()   # refuse before any state changes, so the tensor stays usable
         self._disposed = True
         self._storage.drop()
         memory.unregister_tensor(self)
 
     def _check_alive(self) -> None:
+        """Every use of the tensor's data goes through here: refuse disposed tensors and calls
+        from a thread that does not own the GL context."""
+        context.check_thread()
         if self._disposed:
             where = ""
             if self._created_at or self._disposed_at:

@@ -1,0 +1,144 @@
+"""Reductions over axes: sum, mean, max, min (with keepdims), as numpy computes them.
+
+The reduced axes form runs of adjacent axes; each run is reduced in passes of shaders/reduce.comp
+over a [outer, r, inner] view (no transposes). Long runs are split into chunks whose partial
+results are reduced again, so sums are trees of short compensated sums: accurate to ~1e-7 relative
+even over millions of elements, and parallel even when the output is a single number.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..tensor import Tensor, empty, view
+from . import dispatch
+from .storage_ops import any_storage
+
+OPS = {"sum": 0, "mean": 0, "max": 1, "min": 2}
+# Enough invocations to keep every core (and SIMD lane) busy; chunks shorter than MIN_CHUNK are
+# not worth an extra pass.
+TARGET_INVOCATIONS = 4096
+MIN_CHUNK = 32
+
+
+def normalize_axes(axis, rank: int) -> tuple[int, ...]:
+    """Sorted non-negative axes; None means every axis."""
+    if axis is None:
+        return tuple(range(rank))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    result = []
+    for a in axes:
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+            raise ShapeError(f"Axes must be integers. Received axis={axis!r}.")
+        if not -rank <= a < rank:
+            raise ShapeError(f"axis {a} is out of range for a tensor of rank {rank}.")
+        result.append(int(a) % rank)
+    if len(set(result)) != len(result):
+        raise ShapeError(f"Repeated axis in axis={axis!r}.")
+    return tuple(sorted(result))
+
+
+def _runs(axes) -> list[tuple[int, int]]:
+    """Adjacent axes grouped into [start, stop) runs."""
+    runs = []
+    for a in axes:
+        if runs and runs[-1][1] == a:
+            runs[-1] = (runs[-1][0], a + 1)
+        else:
+            runs.append((a, a + 1))
+    return runs
+
+
+def _pass(op: str, x: Tensor, outer: int, r: int, inner: int, divisor: float) -> Tensor:
+    """Reduce the middle axis of x seen as [outer, r, inner] completely (one or more passes)."""
+    current, owned = x, False
+    try:
+        while True:
+            parallel = outer * inner
+            chunks = 1
+            if parallel < TARGET_INVOCATIONS and r > MIN_CHUNK:
+                chunks = min(math.ceil(TARGET_INVOCATIONS / parallel), math.ceil(r / MIN_CHUNK))
+            chunk = math.ceil(r / chunks)
+            chunks = math.ceil(r / chunk)
+            out = empty((outer * chunks * inner,))
+            dispatch.run("reduce.comp", defines={"OP": OPS[op]}, buffers=[current, out],
+                         uniforms={"outer": outer, "r": r, "inner": inner, "chunk": chunk,
+                                   "chunks": chunks,
+                                   "divisor": float(divisor) if chunks == 1 else 1.0},
+                         groups=dispatch.groups_for(outer * chunks * inner))
+            if owned:
+                current.dispose()
+            current, owned, r = out, True, chunks
+            if chunks == 1:
+                return current
+    except BaseException:
+        if owned:
+            current.dispose()
+        raise
+
+
+@any_storage
+def reduce(op: str, x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
+    """op in sum / mean / max / min over `axis` (None, an int or a tuple), as numpy does."""
+    if op not in OPS:
+        raise ValueError(f"Unknown reduction {op!r}; expected one of {tuple(OPS)}.")
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}() takes a kerasgl Tensor, not {type(x).__name__}.")
+    x._check_alive()
+    if x.dtype != "float32":
+        raise ShapeError(f"{op}() takes float32 tensors. Received {x.dtype} tensor of shape "
+                         f"{list(x.shape)}.")
+    axes = normalize_axes(axis, x.ndim)
+    out_shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keepdims else \
+        tuple(n for d, n in enumerate(x.shape) if d not in axes)
+    count = math.prod(x.shape[a] for a in axes)
+    if count == 0 and op in ("max", "min"):
+        raise ShapeError(f"{op}() of an empty axis has no identity: tensor of shape "
+                         f"{list(x.shape)}, axis={axis!r}.")
+    if math.prod(out_shape) == 0 or count == 0 or not axes:
+        return _without_work(op, x, out_shape, count)
+
+    shape = list(x.shape)
+    current, owned = x, False
+    try:
+        # Reduce the innermost run first so the earlier axes keep their positions.
+        runs = _runs(axes)
+        for n, (start, stop) in enumerate(reversed(runs)):
+            last = n == len(runs) - 1
+            outer, r, inner = (math.prod(shape[:start]), math.prod(shape[start:stop]),
+                               math.prod(shape[stop:]))
+            reduced = _pass(op, current, outer, r, inner, count if op == "mean" and last else 1)
+            if owned:
+                current.dispose()
+            current, owned = reduced, True
+            shape[start:stop] = [1] * (stop - start)
+        result = view(current, out_shape)
+        current.dispose()
+        return result
+    except BaseException:
+        if owned:
+            current.dispose()
+        raise
+
+
+def _without_work(op: str, x: Tensor, out_shape, count: int) -> Tensor:
+    """Cases with nothing to reduce: an empty output, an empty axis, or no axes at all."""
+    from .creation import fill
+    from .layout import copy
+    if math.prod(out_shape) == 0:
+        return empty(out_shape)
+    if count == 0:   # numpy: the sum of nothing is 0, the mean of nothing is nan
+        return fill(out_shape, 0.0 if op == "sum" else float("nan"))
+    source = copy(x)     # no axes: numpy returns the values unchanged
+    try:
+        return view(source, out_shape)
+    finally:
+        source.dispose()
+
+
+def reduce_sum(x, axis=None, keepdims=False): return reduce("sum", x, axis, keepdims)
+def reduce_mean(x, axis=None, keepdims=False): return reduce("mean", x, axis, keepdims)
+def reduce_max(x, axis=None, keepdims=False): return reduce("max", x, axis, keepdims)
+def reduce_min(x, axis=None, keepdims=False): return reduce("min", x, axis, keepdims)

@@ -1,0 +1,181 @@
+#version 430
+// C[b] = ACT(A[b] @ B[b] + bias), batched, with numpy broadcasting of the batch dimensions.
+//
+// Each invocation computes a TM x 4*NV block of C (TM rows, NV vec4s of 4 columns), so every
+// value loaded from A and B is used 4 (resp. TM) times. Lanes of a work group run along N, so on
+// llvmpipe (which runs the lanes of a group as SIMD) the loads of B are contiguous across lanes
+// and the loads of A are the same address for every lane.
+//
+// A and B are read through strides, so a transposed operand costs nothing:
+//   A[b, m, k] = a[a_batch_offset(b) + m * a_rs + k * a_cs]   (likewise B with b_rs, b_cs)
+// Defines (options and layouts, chosen by kerasgl/ops/matmul.py):
+//   TM          rows per invocation
+//   NV          vec4 column groups per invocation (4*NV columns)
+//   A_VEC4      A is contiguous along k (a_cs == 1), K % 4 == 0, all offsets multiples of 4
+//   B_VEC4      B is contiguous along n (b_cs == 1), N % 4 == 0, all offsets multiples of 4
+//   C_VEC4      N % 4 == 0: C rows are written as vec4
+//   HAS_BIAS    add bias[n] (BIAS_VEC4 when N % 4 == 0)
+//   ACT         pointwise activation from activations.glsl, applied last
+//   BROADCAST   batch offsets come from the strides below (else: b * M*K, b * K*N)
+//   LX, LY      work group size (lanes along N blocks, lanes along M blocks)
+#include "common.glsl"
+#include "activations.glsl"
+
+layout(local_size_x = LX, local_size_y = LY) in;
+
+#if A_VEC4
+layout(std430, binding = 0) readonly buffer A { vec4 a4[]; };
+#else
+layout(std430, binding = 0) readonly buffer A { float a[]; };
+#endif
+#if B_VEC4
+layout(std430, binding = 1) readonly buffer B { vec4 b4[]; };
+#else
+layout(std430, binding = 1) readonly buffer B { float b[]; };
+#endif
+#if BIAS_VEC4
+layout(std430, binding = 2) readonly buffer Bias { vec4 bias4[]; };
+#else
+layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
+#endif
+#if C_VEC4
+layout(std430, binding = 3) writeonly buffer C { vec4 c4[]; };
+#else
+layout(std430, binding = 3) writeonly buffer C { float c[]; };
+#endif
+
+#define MAX_BATCH_RANK 6
+uniform int M;
+uniform int N;
+uniform int K;
+uniform int a_rs;
+uniform int a_cs;
+uniform int b_rs;
+uniform int b_cs;
+uniform int a_off;            // element offset of A's first matrix (a view into a larger buffer)
+uniform int b_off;
+uniform int batch_base;       // first batch index of this dispatch (batches past 65535 groups)
+uniform int batch_rank;
+uniform int batch_shape[MAX_BATCH_RANK];
+uniform int a_batch_strides[MAX_BATCH_RANK];  // 0 where A is broadcast
+uniform int b_batch_strides[MAX_BATCH_RANK];
+
+vec4 load_a_row(int base, int m, int k) {
+    // A[m, k..k+3]
+#if A_VEC4
+    return a4[(base + m * a_rs + k) >> 2];
+#else
+    int i = base + m * a_rs + k * a_cs;
+    return vec4(a[i], a[i + a_cs], a[i + 2 * a_cs], a[i + 3 * a_cs]);
+#endif
+}
+
+float load_a(int base, int m, int k) {
+#if A_VEC4
+    int i = base + m * a_rs + k;
+    return a4[i >> 2][i & 3];
+#else
+    return a[base + m * a_rs + k * a_cs];
+#endif
+}
+
+vec4 load_b_row(int base, int k, int n) {
+    // B[k, n..n+3]; columns past N read as 0 (only possible without B_VEC4).
+#if B_VEC4
+    return b4[(base + k * b_rs + n) >> 2];
+#else
+    int i = base + k * b_rs + n * b_cs;
+    vec4 v = vec4(0.0);
+    v.x = b[i];
+    if (n + 1 < N) v.y = b[i + b_cs];
+    if (n + 2 < N) v.z = b[i + 2 * b_cs];
+    if (n + 3 < N) v.w = b[i + 3 * b_cs];
+    return v;
+#endif
+}
+
+vec4 act4(vec4 v) { return vec4(ACT(v.x), ACT(v.y), ACT(v.z), ACT(v.w)); }
+
+void main() {
+    int n0 = int(gl_GlobalInvocationID.x) * 4 * NV;
+    int m0 = int(gl_GlobalInvocationID.y) * TM;
+    int batch = int(gl_WorkGroupID.z) + batch_base;
+    if (n0 >= N || m0 >= M) return;
+
+    int a_base = a_off, b_base = b_off;
+#if BROADCAST
+    int rem = batch;
+    for (int d = batch_rank - 1; d >= 0; --d) {
+        int coord = rem % batch_shape[d];
+        rem /= batch_shape[d];
+        a_base += coord * a_batch_strides[d];
+        b_base += coord * b_batch_strides[d];
+    }
+#else
+    a_base += batch * M * K;
+    b_base += batch * K * N;
+#endif
+
+    // Rows past M repeat the last row (their results are not written): no branch in the loop.
+    int rows[TM];
+    for (int r = 0; r < TM; ++r) rows[r] = min(m0 + r, M - 1);
+
+    vec4 acc[TM * NV];
+    for (int r = 0; r < TM * NV; ++r) acc[r] = vec4(0.0);
+
+    int k = 0;
+    int k4 = K & ~3;
+    for (; k < k4; k += 4) {
+        vec4 bv[4 * NV];
+        for (int j = 0; j < NV; ++j) {
+            bv[4 * j] = load_b_row(b_base, k, n0 + 4 * j);
+            bv[4 * j + 1] = load_b_row(b_base, k + 1, n0 + 4 * j);
+            bv[4 * j + 2] = load_b_row(b_base, k + 2, n0 + 4 * j);
+            bv[4 * j + 3] = load_b_row(b_base, k + 3, n0 + 4 * j);
+        }
+        for (int r = 0; r < TM; ++r) {
+            vec4 av = load_a_row(a_base, rows[r], k);
+            for (int j = 0; j < NV; ++j)
+                acc[r * NV + j] += av.x * bv[4 * j] + av.y * bv[4 * j + 1] + av.z * bv[4 * j + 2]
+                                   + av.w * bv[4 * j + 3];
+        }
+    }
+    for (; k < K; ++k) {
+        for (int r = 0; r < TM; ++r) {
+            float av = load_a(a_base, rows[r], k);
+            for (int j = 0; j < NV; ++j) acc[r * NV + j] += av * load_b_row(b_base, k, n0 + 4 * j);
+        }
+    }
+
+    int c_base = batch * M * N;
+    for (int j = 0; j < NV; ++j) {
+        int n = n0 + 4 * j;
+        if (n >= N) break;
+#if HAS_BIAS
+#if BIAS_VEC4
+        vec4 bias_v = bias4[n >> 2];
+#else
+        vec4 bias_v = vec4(bias[n], n + 1 < N ? bias[n + 1] : 0.0, n + 2 < N ? bias[n + 2] : 0.0,
+                           n + 3 < N ? bias[n + 3] : 0.0);
+#endif
+#endif
+        for (int r = 0; r < TM; ++r) {
+            int m = m0 + r;
+            if (m >= M) break;
+            vec4 v = acc[r * NV + j];
+#if HAS_BIAS
+            v += bias_v;
+#endif
+            v = act4(v);
+#if C_VEC4
+            c4[(c_base + m * N + n) >> 2] = v;
+#else
+            int i = c_base + m * N + n;
+            c[i] = v.x;
+            if (n + 1 < N) c[i + 1] = v.y;
+            if (n + 2 < N) c[i + 2] = v.z;
+            if (n + 3 < N) c[i + 3] = v.w;
+#endif
+        }
+    }
+}

@@ -196,6 +196,7 @@ class _DriverGL:
         self.glIsTexture = fn("glIsTexture", ctypes.c_ubyte, u32)
         self.glIsProgram = fn("glIsProgram", ctypes.c_ubyte, u32)
         self.glIsShader = fn("glIsShader", ctypes.c_ubyte, u32)
+        self.glUseProgram = fn("glUseProgram", None, u32)
         self._glGetIntegerv = fn("glGetIntegerv", None, u32, ctypes.POINTER(i32))
         self._glGetIntegeri_v = fn("glGetIntegeri_v", None, u32, u32, ctypes.POINTER(i32))
         self._glGetString = fn("glGetString", ctypes.c_char_p, u32)

@@ -48,6 +48,9 @@ class GLObject:
         if self.handle is None:
             return
         context.get_context()  # the GL call must come from the context's thread
+        if self.kind == "program":
+            # GL only flags the program in use for deletion; unbinding it makes the delete real.
+            context.driver().glUseProgram(0)
         self.handle.release()
         self.handle = None
         _registry.pop(id(self), None)

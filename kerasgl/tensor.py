@@ -295,9 +295,11 @@ def tensor(values, dtype=None, storage: str = "buffer") -> Tensor:
         elif array.dtype.kind in "iu":
             dtype = "int32"
         else:
-            raise ShapeError(f"Cannot make a tensor from data of dtype {array.dtype}.")
+            raise ShapeError(f"Cannot make a tensor from data of dtype {array.dtype}: kerasgl tensors "
+                             "are float32 or int32.")
     dtype = normalize_dtype(dtype)
-    array = np.ascontiguousarray(array, dtype=DTYPES[dtype])
+    # astype, not ascontiguousarray (which makes 0-d arrays 1-d); tobytes() is C order anyway.
+    array = array.astype(DTYPES[dtype], copy=False)
     return empty(array.shape, dtype, storage, data=array.tobytes() if array.size else None)
 
 

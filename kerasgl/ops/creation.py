@@ -1,12 +1,13 @@
 """Tensors made on the GPU: constant fills (and random numbers, in random.py)."""
 from __future__ import annotations
 
-from ..tensor import Tensor, empty, normalize_dtype, normalize_shape
+from ..tensor import Tensor, _check_storage, empty, normalize_dtype, normalize_shape
 from . import dispatch
 
 
 def fill(shape, value, dtype="float32", storage: str = "buffer") -> Tensor:
     shape, dtype = normalize_shape(shape), normalize_dtype(dtype)
+    _check_storage(storage)
     out = empty(shape, dtype, storage="buffer")
     if out.size:
         value = int(value) if dtype == "int32" else float(value)

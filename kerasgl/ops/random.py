@@ -10,7 +10,7 @@ import math
 import os
 
 from ..errors import ShapeError
-from ..tensor import Tensor, empty, normalize_dtype, normalize_shape
+from ..tensor import Tensor, _check_storage, empty, normalize_dtype, normalize_shape
 from . import dispatch
 
 _SEED_MASK = (1 << 64) - 1
@@ -31,6 +31,7 @@ def _seed_words(seed) -> tuple[int, int]:
 
 def _generate(shader: str, shape, dtype, storage: str, seed, uniforms: dict) -> Tensor:
     shape, dtype = normalize_shape(shape), normalize_dtype(dtype)
+    _check_storage(storage)
     if dtype != "float32":
         raise ShapeError(f"Random tensors are float32. Received dtype {dtype}.")
     out = empty(shape, dtype, storage="buffer")

@@ -1,0 +1,286 @@
+"""kg.load_model and the Model object: predict, summary, inspection, and the weights' lifetime.
+
+    with kg.load_model("model.keras") as model:
+        y = model.predict(x)                         # numpy in, numpy out
+        a, b = model.predict(x, outputs=["conv1", "dense_2"])   # inner layers' outputs
+
+Loading builds every layer, infers every shape and uploads every weight once; a load that fails
+for any reason frees whatever it had uploaded. predict frees each intermediate tensor as soon as
+its last consumer has run, so between calls the GPU holds only the weights.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import ownership
+from .errors import DisposedError
+from .feeding import (DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count, batch_slice,
+                      check_input, concat_batches)
+from .graph import Graph, NestedModel, TensorSpec
+from .masks import check_masks
+from .saving.spec import ModelSpec, TensorRef
+from .tensor import Tensor, tensor as upload, view
+
+
+def load_model(path) -> "Model":
+    """Load a Keras model file (.keras, Keras 3 or Keras 2 .h5; the format is read from the file's
+    bytes) and upload its weights. Raises ModelFileError for a damaged or foreign file and
+    UnsupportedLayerError listing every layer kerasgl cannot run."""
+    from . import saving
+    return Model.from_spec(saving.read_model(path))
+
+
+def load_model_from_json(architecture, weights_path) -> "Model":
+    """A model from `model.to_json()` output (a JSON string or a path to it) plus a weights file
+    (`model.save_weights()`)."""
+    from . import saving
+    spec = saving.read_architecture_json(architecture)
+    saving.load_weights_into(spec, weights_path)
+    return Model.from_spec(spec)
+
+
+class Model:
+    """A loaded Keras model whose weights live on the GPU until dispose()."""
+
+    def __init__(self, graph: Graph, spec: ModelSpec):
+        self._graph = graph
+        self._spec = spec
+        self._disposed = False
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> "Model":
+        """Build, check and upload a model from its normalised description (saving/spec.py)."""
+        before = {id(t) for t in ownership.live_tensors()}
+        graph = None
+        try:
+            graph = Graph.from_spec(spec)
+            _check_masks_everywhere(graph)
+            graph.infer()
+            return cls(graph, spec)
+        except BaseException:
+            if graph is not None:
+                graph.dispose()
+            # Belt and braces: anything uploaded during this load that a layer did not register
+            # as its own weight is freed too, so a failed load leaves the GPU as it found it.
+            for t in ownership.live_tensors():
+                if id(t) not in before:
+                    t.dispose()
+            raise
+
+    # -- lifetime ---------------------------------------------------------------------------------
+    def dispose(self) -> None:
+        """Free every weight on the GPU now. Disposing twice is harmless."""
+        if not self._disposed:
+            self._disposed = True
+            self._graph.dispose()
+
+    @property
+    def is_disposed(self) -> bool:
+        return self._disposed
+
+    def _check_alive(self) -> None:
+        if self._disposed:
+            raise DisposedError(f"Model '{self.name}' is disposed: its weights were freed from the "
+                                "GPU. Load it again to use it.")
+
+    def __enter__(self) -> "Model":
+        self._check_alive()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.dispose()
+        return False
+
+    # -- description ------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    @property
+    def source(self) -> str:
+        return self._spec.source
+
+    @property
+    def keras_major(self) -> int:
+        return self._spec.keras_major
+
+    @property
+    def inputs(self) -> list[TensorSpec]:
+        """Name, shape (None for any size) and dtype of each input, in order."""
+        return self._graph.input_specs
+
+    @property
+    def outputs(self) -> list[TensorSpec]:
+        return self._graph.output_specs
+
+    @property
+    def input_shape(self):
+        shapes = [s.shape for s in self.inputs]
+        return shapes[0] if len(shapes) == 1 else shapes
+
+    @property
+    def output_shape(self):
+        shapes = [s.shape for s in self.outputs]
+        return shapes[0] if len(shapes) == 1 else shapes
+
+    @property
+    def layers(self) -> list:
+        """The layers as keras.Model.layers lists them (a Sequential's InputLayer left out)."""
+        return list(self._graph.listed_layers)
+
+    def get_layer(self, name: str | None = None, index: int | None = None):
+        """A layer by name, or by position in `layers`, as keras.Model.get_layer."""
+        if index is not None:
+            if name is not None:
+                raise ValueError("Provide only a layer name or a layer index, not both.")
+            layers = self.layers
+            if not -len(layers) <= index < len(layers):
+                raise ValueError(f"Model '{self.name}' has {len(layers)} layers; index {index} "
+                                 "is out of range.")
+            return layers[index]
+        layer = self._graph.layers.get(name)
+        if layer is None:
+            raise ValueError(f"No such layer: {name!r}. Existing layers are: "
+                             f"{list(self._graph.layers)}.")
+        return layer
+
+    def count_params(self) -> int:
+        """Every weight in the file (trainable or not), as keras.Model.count_params()."""
+        return self._graph.param_count
+
+    # -- predict ----------------------------------------------------------------------------------
+    def predict(self, x, batch_size: int | None = None, verbose="auto", outputs=None):
+        """Run the model on `x`, as keras.Model.predict.
+
+        x: an array (one-input model), a list of arrays in input order or a dict by input name;
+        numpy arrays (or anything np.asarray takes) or kerasgl Tensors.
+        batch_size: samples per GPU run; default 32 for numpy inputs. Tensor inputs run as one
+        batch unless batch_size is given (they are already on the GPU, so one run saves copies).
+        verbose: "auto" (a progress bar when stderr is a terminal and there are several batches),
+        0, 1 (bar) or 2 (one line at the end).
+        outputs: None for the model's outputs, or the names of layers whose outputs to return
+        instead (a name; a list of names; `(name, node_index)` or `(name, node_index,
+        tensor_index)` for a layer called several times or with several outputs).
+
+        Returns one array for a single output, else a list; Tensors (owned by the current tidy
+        scope) when any input is a Tensor.
+        """
+        self._check_alive()
+        wanted, single = self._wanted(outputs)
+        specs = self.inputs
+        values = [check_input(v, s, self.name)
+                  for v, s in zip(arrange_inputs(x, specs, self.name), specs)]
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+            raise ValueError(f"batch_size must be a positive integer. Received {batch_size!r}.")
+        count = batch_count(values, self.name)
+        if any(isinstance(v, Tensor) for v in values):
+            results = self._predict_tensors(values, wanted, count, batch_size, verbose)
+        else:
+            results = self._predict_arrays(values, wanted, count, batch_size or DEFAULT_BATCH_SIZE,
+                                           verbose)
+        return results[0] if single else results
+
+    def _wanted(self, outputs) -> tuple[list[TensorRef], bool]:
+        if outputs is None:
+            return list(self._graph.output_refs), len(self._graph.output_refs) == 1
+        if isinstance(outputs, (str, TensorRef)) or (isinstance(outputs, tuple) and outputs
+                                                      and isinstance(outputs[0], str)
+                                                      and len(outputs) <= 3
+                                                      and all(isinstance(i, int) for i in outputs[1:])):
+            return [self._output_ref(outputs)], True
+        return [self._output_ref(o) for o in outputs], False
+
+    def _output_ref(self, what) -> TensorRef:
+        if isinstance(what, TensorRef):
+            return what
+        if isinstance(what, str):
+            name, node_index, tensor_index = what, None, 0
+        else:
+            name, node_index, tensor_index = (tuple(what) + (None, 0))[:3]
+        self.get_layer(name)
+        nodes = self._graph.nodes_of(name)
+        if node_index is None:
+            if len(nodes) > 1:
+                raise ValueError(f"Layer '{name}' is called {len(nodes)} times in model "
+                                 f"'{self.name}'; ask for (name, node_index) to choose a call.")
+            node_index = 0
+        node = next((n for n in nodes if n.index == node_index), None)
+        if node is None:
+            raise ValueError(f"Layer '{name}' has no call number {node_index} in model '{self.name}'.")
+        if not 0 <= tensor_index < max(1, len(node.output_shapes)):
+            raise ValueError(f"Layer '{name}' has {len(node.output_shapes)} output(s); "
+                             f"tensor_index {tensor_index} does not exist.")
+        return node.output_ref(tensor_index)
+
+    def _predict_arrays(self, arrays, wanted, count, batch_size, verbose) -> list[np.ndarray]:
+        steps = max(1, math.ceil(count / batch_size))
+        progress = Progress(steps, verbose)
+        dtypes = [s.dtype for s in self.inputs]
+        parts: list[list[np.ndarray]] = [[] for _ in wanted]
+        for step in range(steps):
+            start, stop = step * batch_size, min(count, (step + 1) * batch_size)
+            # tidy: whatever a layer might leave behind dies with the batch, not with the process.
+            with ownership.tidy():
+                inputs = [upload(a[start:stop], dtype=d) for a, d in zip(arrays, dtypes)]
+                for i, out in enumerate(self._graph.execute(inputs, wanted)):
+                    parts[i].append(out.numpy())
+                    out.dispose()
+                ownership.dispose(inputs)
+            progress.update(step + 1)
+        return [p[0] if len(p) == 1 else np.concatenate(p, axis=0) for p in parts]
+
+    def _predict_tensors(self, values, wanted, count, batch_size, verbose) -> list[Tensor]:
+        def run():
+            inputs = [v if isinstance(v, Tensor) else upload(v, dtype=s.dtype)
+                      for v, s in zip(values, self.inputs)]
+            if batch_size is None or batch_size >= count:
+                return self._graph.execute(inputs, wanted)
+            buffers = [t if t.storage == "buffer" else t.to_buffer() for t in inputs]
+            steps = math.ceil(count / batch_size)
+            progress = Progress(steps, verbose)
+            parts: list[list[Tensor]] = [[] for _ in wanted]
+            for step in range(steps):
+                start, stop = step * batch_size, min(count, (step + 1) * batch_size)
+                batch = [batch_slice(t, start, stop) for t in buffers]
+                for i, out in enumerate(self._graph.execute(batch, wanted)):
+                    parts[i].append(out)
+                ownership.dispose(batch)
+                progress.update(step + 1)
+            results = [concat_batches(p) for p in parts]
+            ownership.dispose(parts)
+            return results
+        # The tidy function form frees every temporary (uploads, slices, batches) and hands the
+        # results to the caller's scope.
+        results = ownership.tidy(run)
+        return [_owned_by_scope(t) for t in results]
+
+    # -- summary ----------------------------------------------------------------------------------
+    def summary(self, print_fn=None, expand_nested: bool = False, line_length: int | None = None):
+        """Print the layers, their output shapes, parameter counts and the shaders they run."""
+        self._check_alive()
+        from .summary import format_summary
+        text = format_summary(self, expand_nested=expand_nested, line_length=line_length)
+        (print_fn or print)(text)
+
+    def __repr__(self) -> str:
+        state = "disposed" if self._disposed else f"{len(self.layers)} layers"
+        return f"<kerasgl.Model '{self.name}' ({self._spec.kind}, {state})>"
+
+
+def _owned_by_scope(t: Tensor) -> Tensor:
+    """A layer may hand back a kept tensor (exempt from scopes); predict's results always belong
+    to the caller's current scope, so such a tensor is exchanged for a plain view of it."""
+    if not t._kept:
+        return t
+    plain = view(t, t.shape)
+    t.dispose()
+    return plain
+
+
+def _check_masks_everywhere(graph: Graph) -> None:
+    check_masks(graph)
+    for layer in graph.layers.values():
+        if isinstance(layer, NestedModel):
+            _check_masks_everywhere(layer.graph)

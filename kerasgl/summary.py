@@ -1,0 +1,89 @@
+"""model.summary(): Keras's table (layer, output shape, parameters) plus the shaders each layer runs."""
+from __future__ import annotations
+
+from .graph import Graph, NestedModel, format_shape
+
+COLUMNS = ("Layer (type)", "Output Shape", "Param #", "Connected to", "Shaders")
+
+
+def _shapes_text(graph: Graph, layer) -> str:
+    nodes = graph.nodes_of(layer.name)
+    if not nodes:
+        return "(not called)"
+    texts = []
+    for node in nodes:
+        shapes = node.output_shapes
+        text = format_shape(shapes[0]) if len(shapes) == 1 else "[" + ", ".join(
+            format_shape(s) for s in shapes) + "]"
+        if text not in texts:
+            texts.append(text)
+    return texts[0] if len(texts) == 1 else "multiple"
+
+
+def _connected_text(graph: Graph, layer) -> str:
+    sources = []
+    for node in graph.nodes_of(layer.name):
+        for ref in node.refs:
+            text = ref.layer if (ref.node_index, ref.tensor_index) == (0, 0) else \
+                f"{ref.layer}[{ref.node_index}][{ref.tensor_index}]"
+            if text not in sources:
+                sources.append(text)
+    return ", ".join(sources) or "-"
+
+
+def _rows(graph: Graph, layers, expand_nested: bool, functional: bool, depth: int = 0):
+    indent = "  " * depth + ("└ " if depth else "")
+    for layer in layers:
+        yield (f"{indent}{layer.name} ({layer.class_name})", _shapes_text(graph, layer),
+               f"{layer.param_count:,}", _connected_text(graph, layer) if functional else "",
+               ", ".join(s.removesuffix(".comp") for s in layer.shaders) or "-")
+        if expand_nested and isinstance(layer, NestedModel):
+            inner = layer.graph
+            yield from _rows(inner, inner.listed_layers, True, inner.kind != "Sequential", depth + 1)
+
+
+def _human_bytes(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.2f} {unit}" if unit != "B" else f"{n} B"
+        n /= 1024
+    return f"{n} B"
+
+
+def weight_bytes_on_gpu(graph: Graph) -> int:
+    total = 0
+    for layer in graph.layers.values():
+        if isinstance(layer, NestedModel):
+            total += weight_bytes_on_gpu(layer.graph)
+        else:
+            total += sum(w.nbytes for w in layer._gpu_weights if not w.is_disposed)
+    return total
+
+
+def format_summary(model, expand_nested: bool = False, line_length: int | None = None) -> str:
+    graph: Graph = model._graph
+    functional = graph.kind != "Sequential"
+    columns = COLUMNS if functional else tuple(c for c in COLUMNS if c != "Connected to")
+    rows = []
+    for row in _rows(graph, graph.listed_layers, expand_nested, functional):
+        rows.append(row if functional else row[:3] + row[4:])
+    widths = [max(len(columns[i]), *(len(r[i]) for r in rows)) if rows else len(columns[i])
+              for i in range(len(columns))]
+    numeric = columns.index("Param #")
+
+    def line(cells):
+        parts = [c.rjust(w) if i == numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        return "  ".join(parts).rstrip()
+
+    width = line_length or sum(widths) + 2 * (len(widths) - 1)
+    total = model.count_params()
+    weights = weight_bytes_on_gpu(graph)
+    out = [f'Model: "{model.name}" ({graph.kind}, Keras {model.keras_major} file {model.source})',
+           "_" * width, line(columns), "=" * width]
+    out += [line(r) for r in rows]
+    out += ["=" * width,
+            f"Total params: {total:,} ({_human_bytes(total * 4)})",
+            f"Weights on the GPU: {_human_bytes(weights)} (after packing and folding at load)",
+            "_" * width]
+    return "\n".join(out)
+

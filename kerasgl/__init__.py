@@ -4,6 +4,7 @@ from .driver_objects import DriverObjects, driver_objects
 from .errors import (DisposedError, GLContextError, GPULimitError, KerasGLError, ModelFileError,
                      ShapeError, UnsupportedLayerError)
 from .gl_dump import gl_objects
+from .model import Model, load_model, load_model_from_json
 from .ops.layout import transpose
 from .ops.random import random_normal, random_uniform
 from .ops.reduce import reduce_max, reduce_mean, reduce_min, reduce_sum

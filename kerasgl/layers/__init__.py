@@ -1,3 +1,5 @@
 """Keras layers, one class per Keras class_name, grouped by family as Keras groups them.
 Importing this package registers every layer family in LAYER_CLASSES."""
 from .base import LAYER_CLASSES, Layer, register  # noqa: F401
+from . import input_layer  # noqa: F401,E402
+from . import op_nodes  # noqa: F401,E402

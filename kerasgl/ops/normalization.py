@@ -1,0 +1,84 @@
+"""Normalisation ops: per-channel scale and shift (inference batch norm), layer normalisation over
+any axes, and PReLU's per-channel slope (a per-channel map with the same indexing)."""
+from __future__ import annotations
+
+import math
+
+from ..errors import ShapeError
+from ..tensor import Tensor, empty
+from . import dispatch
+from .axes import axis_groups, normalize_axes, run_grouped
+from .storage_ops import any_storage
+
+
+def _check(x, what="x") -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{what} must be a kerasgl Tensor, not {type(x).__name__}.")
+    x._check_alive()
+    if x.dtype != "float32":
+        raise ShapeError(f"{what} must be float32. Received {x.dtype} of shape {list(x.shape)}.")
+    return x
+
+
+def _channel_map(x: Tensor, scale: Tensor, shift: Tensor | None, axis: int, mode: int) -> Tensor:
+    x = _check(x)
+    scale = _check(scale, "scale")
+    if x.ndim == 0:
+        raise ShapeError("A per-channel op needs a tensor of rank >= 1. Received a scalar.")
+    (axis,) = normalize_axes(axis, x.ndim)
+    channels = x.shape[axis]
+    if scale.size != channels or (shift is not None and _check(shift, "shift").size != channels):
+        raise ShapeError(
+            f"Per-channel parameters must have {channels} values (axis {axis} of input shape "
+            f"{list(x.shape)}). Received {scale.size}"
+            f"{'' if shift is None else f' and {shift.size}'}.")
+    out = empty(x.shape)
+    if out.size:
+        inner = math.prod(x.shape[axis + 1:])
+        dispatch.run("channel_affine.comp", defines={"MODE": mode, "HAS_SHIFT": shift is not None},
+                     buffers=[x, scale, shift if shift is not None else scale, out],
+                     uniforms={"n": out.size, "inner": inner, "channels": channels},
+                     groups=dispatch.groups_for(out.size))
+    return out
+
+
+@any_storage
+def scale_shift(x: Tensor, scale: Tensor, shift: Tensor | None = None, axis: int = -1) -> Tensor:
+    """y = x * scale[c] + shift[c], c the index along `axis` (BatchNormalization at inference,
+    with scale = gamma / sqrt(var + eps) and shift = beta - mean * scale folded at load)."""
+    return _channel_map(x, scale, shift, axis, mode=0)
+
+
+@any_storage
+def prelu(x: Tensor, alpha: Tensor, axis: int = -1) -> Tensor:
+    """max(x, 0) - alpha[c] * max(-x, 0), c the index along `axis`. For a slope that varies over
+    several axes, flatten those axes into one (a reshape view) and pass that axis."""
+    return _channel_map(x, alpha, None, axis, mode=1)
+
+
+@any_storage
+def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = None, axis=-1,
+               epsilon: float = 1e-3, rms_scaling: bool = False) -> Tensor:
+    """Normalise over `axis` (int or sequence) as keras.ops.layer_normalization does.
+
+    gamma / beta hold one value per element of the normalised axes, in C order of those axes
+    (sorted), i.e. Keras's weights flattened."""
+    x = _check(x)
+    if x.ndim == 0:
+        raise ShapeError("layer_norm needs a tensor of rank >= 1. Received a scalar.")
+    axes = normalize_axes(axis, x.ndim)
+    red_len = math.prod(x.shape[a] for a in axes)
+    for name, param in (("gamma", gamma), ("beta", beta)):
+        if param is not None and _check(param, name).size != red_len:
+            raise ShapeError(f"layer_norm: {name} must have {red_len} values (the normalised axes "
+                             f"{list(axes)} of input shape {list(x.shape)}). Received {param.size}.")
+    out = empty(x.shape)
+    if out.size == 0:
+        return out
+    kept, reduced = axis_groups(x.shape, axes)
+    run_grouped("layer_norm.comp", kept, reduced,
+                defines={"HAS_GAMMA": gamma is not None, "HAS_BETA": beta is not None and not rms_scaling,
+                         "RMS_SCALING": bool(rms_scaling)},
+                buffers=[x, gamma if gamma is not None else x, beta if beta is not None else x, out],
+                uniforms={"epsilon": float(epsilon)})
+    return out

@@ -50,3 +50,7 @@ class ModelSpec:
     source: str = "<memory>"        # file path, for error messages
     input_shapes: list[Any] = field(default_factory=list)  # batch shapes, None for unknown dims
     input_dtypes: list[str] = field(default_factory=list)
+    # Functional models built with dicts: the keys of `inputs` / `outputs`, in their order
+    # (Keras flattens dicts by sorted key). None for lists / single tensors.
+    input_keys: list[str] | None = None
+    output_keys: list[str] | None = None

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-from importlib import resources
 
 from . import context
 from .errors import KerasGLError
@@ -23,14 +22,15 @@ class ShaderError(KerasGLError):
 
 
 def shader_dir() -> str:
-    """`shaders/` inside the installed package (kerasgl/_shaders), else the repository's."""
-    try:
-        installed = resources.files("kerasgl._shaders")
-        if installed.joinpath("common.glsl").is_file():
-            return str(installed)
-    except ModuleNotFoundError:
-        pass
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "shaders")
+    """`shaders/` as installed inside the package (kerasgl/_shaders, see setup.cfg), else the
+    repository's (a source checkout or an editable install). A plain directory, not
+    importlib.resources: kerasgl._shaders has no __init__.py, and a namespace package's
+    resources object does not name a real path."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(package, "_shaders")
+    if os.path.isfile(os.path.join(installed, "common.glsl")):
+        return installed
+    return os.path.join(os.path.dirname(package), "shaders")
 
 
 def _read(name: str, seen: tuple = ()) -> str:

@@ -69,9 +69,10 @@ def any_storage(op):
             for buffer in temporaries:
                 buffer.dispose()
         if all(t.storage == "texture" for t in tensors) and isinstance(result, Tensor):
-            as_texture = to_texture(result)
-            result.dispose()
-            return as_texture
+            try:
+                return to_texture(result)
+            finally:
+                result.dispose()
         return result
 
     return wrapper

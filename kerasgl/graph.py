@@ -182,7 +182,9 @@ class Graph:
             raise ModelFileError(f"{spec.source}: functional model '{spec.name}' lists no inputs "
                                  "or no outputs.")
         ordered = topological_order(nodes, spec)
-        return cls(spec, made, ordered, list(spec.inputs), list(spec.outputs), list(made.values()))
+        # keras.Model.layers lists layers, not the operations recorded on symbolic tensors.
+        listed = [layer for layer in made.values() if not isinstance(layer, OpNode)]
+        return cls(spec, made, ordered, list(spec.inputs), list(spec.outputs), listed)
 
     # -- what goes in and out ---------------------------------------------------------------------
     @property

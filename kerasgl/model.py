@@ -198,7 +198,10 @@ class Model:
         if isinstance(what, str):
             name, node_index, tensor_index = what, None, 0
         else:
-            name, node_index, tensor_index = (tuple(what) + (None, 0))[:3]
+            what = tuple(what)
+            name = what[0]
+            node_index = what[1] if len(what) > 1 else None
+            tensor_index = what[2] if len(what) > 2 else 0
         self.get_layer(name)
         nodes = self._graph.nodes_of(name)
         if node_index is None:

@@ -313,3 +313,46 @@ class MatmulOp(OpNode):
     def run(self, bound):
         from ..ops import matmul
         return matmul.matmul(bound["x1"], bound["x2"])
+
+
+@register_op("Concatenate")
+class ConcatenateOp(OpNode):
+    params = ("xs", "axis")
+    shaders = ("concat.comp",)
+
+    def output_shape(self, bound):
+        shapes = [_shape(x) for x in bound["xs"]]
+        rank = len(shapes[0])
+        axis = int(self.opt(bound, "axis", 0))
+        if not -rank <= axis < rank or any(len(s) != rank for s in shapes):
+            raise self.shape_error(f"cannot concatenate shapes {[list(s) for s in shapes]} "
+                                   f"along axis {axis}.")
+        axis %= rank
+        sizes = [s[axis] for s in shapes]
+        out = list(shapes[0])
+        out[axis] = None if None in sizes else sum(sizes)
+        for d in range(rank):
+            if d != axis:
+                known = {s[d] for s in shapes if s[d] is not None}
+                if len(known) > 1:
+                    raise self.shape_error(f"cannot concatenate shapes "
+                                           f"{[list(s) for s in shapes]} along axis {axis}.")
+                out[d] = known.pop() if known else None
+        return tuple(out)
+
+    def run(self, bound):
+        from ..ops import merge
+        return merge.concatenate(list(bound["xs"]), int(self.opt(bound, "axis", 0)))
+
+
+@register_op("Softmax", "LogSoftmax")
+class SoftmaxOp(OpNode):
+    params = ("x", "axis")
+    shaders = ("softmax.comp",)
+
+    def run(self, bound):
+        from ..ops import softmax
+        axis = self.opt(bound, "axis", -1)
+        axis = tuple(axis) if isinstance(axis, list) else axis
+        function = softmax.log_softmax if self.class_name == "LogSoftmax" else softmax.softmax
+        return function(bound["x"], axis)

@@ -1,0 +1,232 @@
+"""Graphs against live Keras: op nodes with scalar arguments, several inputs and outputs, shared
+layers, nested models, inner-layer outputs, and what load refuses (unsupported layers, Lambda)."""
+import os
+
+import numpy as np
+import pytest
+from graph_helpers import Boom, Probe, Scale, gl_test_layers  # noqa: F401
+from keras_ref import as_list, assert_close, assert_matches_keras, keras, random_inputs, randomize_weights
+
+import kerasgl as kg
+
+ops = keras.ops
+pytestmark = pytest.mark.usefixtures("gl_test_layers")
+
+
+def test_op_nodes_with_scalars_several_inputs_and_outputs(tmp_path):
+    a = keras.Input((6,), name="a")
+    b = keras.Input((6,), name="b")
+    s = a + 3.0                                   # ops.Add with a scalar second argument
+    t = 2.0 - ops.multiply(s, b)                  # scalar first argument
+    u = ops.maximum(t / 4.0, -0.5) ** 2.0
+    m = ops.mean(u, axis=-1, keepdims=True)
+    r = ops.transpose(ops.reshape(u, (-1, 2, 3)), (0, 2, 1))
+    e = ops.sum(ops.exp(-ops.abs(t)), axis=1)
+    model = keras.Model([a, b], [m, r, e, ops.minimum(a, b)], name="ops_graph")
+    assert_matches_keras(model, tmp_path)
+
+
+def test_more_op_nodes(tmp_path):
+    x = keras.Input((2, 3, 4), name="x")
+    squeezed = ops.squeeze(ops.expand_dims(x, 1), axis=1)
+    joined = ops.concatenate([squeezed, ops.square(x)], axis=-1)
+    soft = ops.softmax(joined, axis=1)
+    act = ops.relu(joined) + ops.sigmoid(joined) + ops.tanh(joined)
+    clipped = ops.clip(ops.negative(act), -1.5, 0.5)
+    reduced = ops.max(ops.sqrt(ops.abs(joined)), axis=(1, 2)) - ops.min(ops.log(ops.abs(x) + 1.0), axis=2)[:, 0, :1]
+    model = keras.Model(x, [soft, clipped, reduced], name="more_ops")
+    try:
+        assert_matches_keras(model, tmp_path)
+    except kg.UnsupportedLayerError as exc:
+        # GetItem (x[:, 0, :1]) is refused at load; everything else must run.
+        assert "GetItem" in str(exc) and str(exc).count("  - ") == 1, str(exc)
+        model = keras.Model(x, [soft, clipped, ops.max(ops.sqrt(ops.abs(joined)), axis=(1, 2))],
+                            name="more_ops_no_slice")
+        assert_matches_keras(model, tmp_path)
+
+
+def test_shared_layer_has_one_set_of_weights(tmp_path):
+    a = keras.Input((5,), name="a")
+    b = keras.Input((5,), name="b")
+    shared = Scale(name="shared")
+    y = shared(shared(a) + b)                     # three calls of one layer, one weight vector
+    model = keras.Model([a, b], [y, shared(b)], name="shared_graph")
+    assert_matches_keras(model, tmp_path)
+    path = os.path.join(tmp_path, "shared_graph.keras")
+    with kg.load_model(path) as loaded:
+        assert loaded.count_params() == model.count_params() == 5
+        assert kg.memory().num_tensors == 1       # the weight, uploaded once
+        assert len(loaded._graph.nodes_of("shared")) == 3
+
+
+def test_nested_models(tmp_path):
+    """A Sequential inside a Functional inside a Sequential, each with weights."""
+    inner = keras.Sequential([keras.Input((4,)), Scale(name="inner_scale")], name="inner_seq")
+    x = keras.Input((4,), name="mid_in")
+    h = inner(x) + 1.0
+    mid = keras.Model(x, ops.multiply(h, inner(h)), name="mid_functional")   # inner called twice
+    outer = keras.Sequential([keras.Input((4,)), Scale(name="first"), mid, Scale(name="last")],
+                             name="outer_seq")
+    expected = assert_matches_keras(outer, tmp_path)
+    with kg.load_model(os.path.join(tmp_path, "outer_seq.keras")) as loaded:
+        assert [l.name for l in loaded.layers] == ["first", "mid_functional", "last"]
+        assert loaded.count_params() == outer.count_params() == 12
+        assert loaded.get_layer("mid_functional").param_count == 4
+        assert loaded.output_shape == (None, 4)
+        assert_close(loaded.predict(random_inputs(outer)[0], verbose=0), expected[0])
+
+
+def test_nested_functional_with_two_inputs_and_outputs(tmp_path):
+    p = keras.Input((3,), name="p")
+    q = keras.Input((3,), name="q")
+    pair = keras.Model([p, q], [Scale(name="ps")(p) - q, ops.multiply(p, q)], name="pair")
+    a = keras.Input((3,), name="a")
+    b = keras.Input((3,), name="b")
+    d, m = pair([a, b])
+    model = keras.Model([a, b], [d + m, m], name="uses_pair")
+    assert_matches_keras(model, tmp_path)
+
+
+def test_inner_layer_outputs(tmp_path):
+    x = keras.Input((4,), name="x")
+    s1 = Scale(name="s1")(x)
+    s2 = Scale(name="s2")(s1 + 1.0)
+    model = keras.Model(x, s2 * 2.0, name="inspect")
+    randomize_weights(model)
+    model.save(os.path.join(tmp_path, "inspect.keras"))
+    data = random_inputs(model, batch=3)[0]
+    reference = keras.Model(x, [s1, s2]).predict(data, verbose=0)
+    with kg.load_model(os.path.join(tmp_path, "inspect.keras")) as loaded:
+        got = loaded.predict(data, outputs=["s1", "s2"], verbose=0)
+        assert isinstance(got, list) and len(got) == 2
+        for g, e in zip(got, reference):
+            assert_close(g, e)
+        assert_close(loaded.predict(data, outputs="s1", verbose=0), reference[0])
+        assert_close(loaded.predict(data, outputs=("s2", 0, 0), verbose=0), reference[1])
+        with pytest.raises(ValueError, match="No such layer"):
+            loaded.predict(data, outputs=["nope"])
+
+
+def test_inner_output_of_a_shared_layer_needs_the_call(tmp_path):
+    x = keras.Input((4,), name="x")
+    shared = Scale(name="sh")
+    first = shared(x)
+    second = shared(first)
+    model = keras.Model(x, second, name="twice")
+    randomize_weights(model)
+    model.save(os.path.join(tmp_path, "twice.keras"))
+    data = random_inputs(model)[0]
+    expected_first = keras.Model(x, first).predict(data, verbose=0)
+    with kg.load_model(os.path.join(tmp_path, "twice.keras")) as loaded:
+        with pytest.raises(ValueError, match="called 2 times"):
+            loaded.predict(data, outputs="sh")
+        assert_close(loaded.predict(data, outputs=("sh", 0), verbose=0), expected_first)
+
+
+def test_identity_layer_returning_its_input(tmp_path):
+    """A layer may return its input object; the graph must not free it twice or too early."""
+    x = keras.Input((3,), name="x")
+    p = Probe(name="probe")(x)
+    model = keras.Model(x, [p, Probe(name="probe2")(p) + 1.0, p * 2.0], name="identity")
+    assert_matches_keras(model, tmp_path, formats=(".keras",))
+
+
+def test_unsupported_layers_listed_together(tmp_path):
+    x = keras.Input((4,), name="x")
+    y = ops.sin(x)                                       # an op kerasgl does not run
+    y = keras.layers.Lambda(lambda t: t * 2.0, name="my_lambda")(y)
+    y = ops.cumsum(y, axis=-1)
+    model = keras.Model(x, Scale(name="fine")(y), name="unsupported")
+    path = os.path.join(tmp_path, "unsupported.keras")
+    model.save(path)
+    before = kg.memory()
+    with pytest.raises(kg.UnsupportedLayerError) as info:
+        kg.load_model(path)
+    message = str(info.value)
+    for name, cls in (("sin", "Sin"), ("my_lambda", "Lambda"), ("cumsum", "Cumsum")):
+        assert f"'{name}' ({cls})" in message, message
+    assert "never deserialises or runs" in message
+    assert "fine" not in message
+    assert kg.memory().num_tensors == before.num_tensors
+
+
+def test_lambda_is_never_run(tmp_path):
+    marker = os.path.join(tmp_path, "lambda_ran")
+
+    def touch(t):
+        open(marker, "w").close()          # a side effect anyone running the code would leave
+        return t
+
+    x = keras.Input((2,), name="x")
+    model = keras.Model(x, keras.layers.Lambda(touch, name="side_effect")(x), name="lam")
+    path = os.path.join(tmp_path, "lam.keras")
+    model.save(path)
+    os.remove(marker)                      # Keras ran it while building the model
+    with pytest.raises(kg.UnsupportedLayerError, match="Lambda"):
+        kg.load_model(path)
+    assert not os.path.exists(marker)
+
+
+def test_failed_load_leaves_nothing_on_the_gpu(tmp_path):
+    from graph_helpers import gl_state
+    x = keras.Input((3,), name="x")
+    model = keras.Model(x, Boom(name="boom")(Scale(name="before")(x)), name="fails")
+    path = os.path.join(tmp_path, "fails.keras")
+    model.save(path)
+    before = gl_state()
+    with pytest.raises(kg.ShapeError, match="refuses to build"):
+        kg.load_model(path)
+    assert gl_state() == before
+
+
+def test_model_description(tmp_path):
+    a = keras.Input((2, 3), name="a")
+    b = keras.Input((3,), name="b", dtype="float32")
+    y = Scale(name="sa")(a) + ops.expand_dims(b, 1)
+    model = keras.Model([a, b], [y, ops.sum(y, axis=1)], name="described")
+    model.save(os.path.join(tmp_path, "described.keras"))
+    with kg.load_model(os.path.join(tmp_path, "described.keras")) as loaded:
+        assert [(s.name, s.shape, s.dtype) for s in loaded.inputs] == [
+            ("a", (None, 2, 3), "float32"), ("b", (None, 3), "float32")]
+        assert [s.shape for s in loaded.outputs] == [tuple(t.shape) for t in model.outputs]
+        assert loaded.get_layer("sa").class_name == "Scale"
+        assert loaded.get_layer(index=0).name == model.layers[0].name
+        assert [l.name for l in loaded.layers] == [l.name for l in model.layers]
+        with pytest.raises(ValueError, match="No such layer"):
+            loaded.get_layer("missing")
+        lines = []
+        loaded.summary(print_fn=lines.append)
+        text = "\n".join(lines)
+        for layer in model.layers:
+            assert layer.name in text
+        assert f"Total params: {model.count_params():,}" in text
+        assert "binary" in text                     # the shaders column
+        assert "(None, 2, 3)" in text
+
+
+def test_summary_param_total_matches_keras_for_nested(tmp_path):
+    inner = keras.Sequential([keras.Input((4,)), Scale(name="i1"), Scale(name="i2")], name="inner2")
+    outer = keras.Sequential([keras.Input((4,)), inner, Scale(name="o")], name="outer2")
+    outer.save(os.path.join(tmp_path, "outer2.keras"))
+    with kg.load_model(os.path.join(tmp_path, "outer2.keras")) as loaded:
+        lines = []
+        loaded.summary(print_fn=lines.append, expand_nested=True)
+        text = "\n".join(lines)
+    assert f"Total params: {outer.count_params():,}" in text
+    assert "i1 (Scale)" in text and "inner2 (Sequential)" in text
+
+
+def test_several_outputs_list_and_single_output_array(tmp_path):
+    x = keras.Input((3,), name="x")
+    two = keras.Model(x, [x + 1.0, x * 2.0], name="two_out")
+    one = keras.Model(x, x - 1.0, name="one_out")
+    for model in (two, one):
+        model.save(os.path.join(tmp_path, f"{model.name}.keras"))
+    data = np.ones((2, 3), "float32")
+    with kg.load_model(os.path.join(tmp_path, "two_out.keras")) as m:
+        out = m.predict(data, verbose=0)
+        assert isinstance(out, list) and len(out) == 2
+    with kg.load_model(os.path.join(tmp_path, "one_out.keras")) as m:
+        out = m.predict(data, verbose=0)
+        assert isinstance(out, np.ndarray)
+        assert_close(out, as_list(one.predict(data, verbose=0))[0])

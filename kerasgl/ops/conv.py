@@ -1,0 +1,277 @@
+"""Convolutions, channels-last: Conv1D/Conv2D (groups, dilation, strides), depthwise, transposed.
+
+Weights are packed once (pack_conv / pack_depthwise / pack_conv_transpose, called by layers at build
+time) into the vec4 layouts the shaders read; `conv2d` / `depthwise_conv2d` then only dispatch.
+A Conv1D is a Conv2D over one row; a transposed convolution is a convolution over the input seen
+with (stride - 1) zeros between its samples, with the kernel flipped and its in/out swapped.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..tensor import Tensor, empty
+from . import dispatch
+from .storage_ops import any_storage
+
+LOCAL_SIZE = 32
+
+
+@dataclass(frozen=True)
+class Pointwise:
+    """Duck type of kerasgl.layers.activations.Pointwise: ops take any object with these fields."""
+    function: str = "act_linear"
+    params: tuple = ()
+
+
+LINEAR = Pointwise()
+
+
+# -------------------------------------------------------------------------------------------------
+# Geometry (Keras's rules)
+# -------------------------------------------------------------------------------------------------
+def effective_size(kernel: int, dilation: int) -> int:
+    return (kernel - 1) * dilation + 1
+
+
+def conv_padding(size: int, kernel: int, stride: int, dilation: int, padding: str) -> tuple[int, int, int]:
+    """(output size, pad before, pad after) of one spatial axis, as Keras / TF compute them."""
+    span = effective_size(kernel, dilation)
+    if padding == "valid":
+        out = (size - span) // stride + 1 if size >= span else 0
+        return out, 0, 0
+    if padding == "same":
+        out = -(-size // stride)
+        total = max((out - 1) * stride + span - size, 0)
+        return out, total // 2, total - total // 2
+    if padding == "causal":
+        out = (size + span - 1 - span) // stride + 1
+        return out, span - 1, 0
+    raise ValueError(f"Unknown padding {padding!r}; expected 'valid', 'same' or 'causal'.")
+
+
+def conv_transpose_padding(size: int, kernel: int, stride: int, dilation: int, padding: str,
+                           output_padding: int | None) -> tuple[int, int, int]:
+    """(output size, pad before, pad after) of the equivalent stride-1 convolution over the
+    zero-dilated input: Keras 3's rule (backend_utils._convert_conv_transpose_padding_args_...)."""
+    span = effective_size(kernel, dilation)
+    if padding == "valid":
+        extra = max(span, stride) - span if output_padding is None else output_padding
+        before, after = span - 1, span - 1 + extra
+    elif padding == "same":
+        total = stride + span - 2 if output_padding is None else span + span % 2 - 2 + output_padding
+        before = min(total // 2 + total % 2, span - 1)
+        after = total - before
+    else:
+        raise ValueError(f"Unknown padding {padding!r} for a transposed convolution.")
+    dilated = (size - 1) * stride + 1
+    return dilated + before + after - span + 1, before, after
+
+
+# -------------------------------------------------------------------------------------------------
+# Packed kernels
+# -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ConvKernel:
+    """A convolution kernel packed for shaders/conv2d.comp, with its bias, on the GPU."""
+    weights: Tensor          # [groups][blocks][kh][kw][cin_pg][cout_vec] vec4
+    bias: Tensor             # [groups][blocks][cout_vec] vec4
+    kh: int
+    kw: int
+    cin_pg: int
+    cout: int
+    groups: int
+    cout_vec: int
+    input_dilation: int = 1  # > 1: a transposed convolution with this stride
+
+    @property
+    def cout_pg(self) -> int:
+        return self.cout // self.groups
+
+    @property
+    def blocks_pg(self) -> int:
+        return math.ceil(self.cout_pg / (4 * self.cout_vec))
+
+    def dispose(self) -> None:
+        self.weights.dispose()
+        self.bias.dispose()
+
+
+def choose_cout_vec(cout_pg: int) -> int:
+    """vec4s of output channels per invocation (8: 32 channels, measured best with choose_pix);
+    fewer for small groups so they do not compute mostly padding."""
+    return max(1, min(8, math.ceil(cout_pg / 4)))
+
+
+def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: Callable,
+              input_dilation: int = 1) -> ConvKernel:
+    """Pack a Keras Conv2D kernel [kh, kw, cin_pg, cout] (Conv1D: [k, cin_pg, cout]) and bias.
+    `upload(array) -> Tensor` puts an array on the GPU (a layer's `upload`, which owns it)."""
+    kernel = np.asarray(kernel, dtype=np.float32)
+    if kernel.ndim == 3:
+        kernel = kernel[None]
+    kh, kw, cin_pg, cout = kernel.shape
+    if cout % groups:
+        raise ShapeError(f"A grouped convolution needs filters ({cout}) divisible by groups ({groups}).")
+    cout_pg = cout // groups
+    cout_vec = choose_cout_vec(cout_pg)
+    block = 4 * cout_vec
+    blocks_pg = math.ceil(cout_pg / block)
+    padded = blocks_pg * block
+    # [kh, kw, cin_pg, groups, cout_pg] -> pad cout_pg -> [groups, blocks, kh, kw, cin_pg, block]
+    w = kernel.reshape(kh, kw, cin_pg, groups, cout_pg)
+    w = np.pad(w, [(0, 0)] * 4 + [(0, padded - cout_pg)])
+    w = w.reshape(kh, kw, cin_pg, groups, blocks_pg, block).transpose(3, 4, 0, 1, 2, 5)
+    b = np.zeros((groups, padded), np.float32)
+    if bias is not None:
+        b[:, :cout_pg] = np.asarray(bias, np.float32).reshape(groups, cout_pg)
+    return ConvKernel(upload(np.ascontiguousarray(w).reshape(-1)), upload(b.reshape(-1)),
+                      kh, kw, cin_pg, cout, groups, cout_vec, input_dilation)
+
+
+def pack_conv_transpose(kernel: np.ndarray, bias: np.ndarray | None, stride_hw: tuple[int, int],
+                        upload: Callable) -> ConvKernel:
+    """Pack a Keras Conv2DTranspose kernel [kh, kw, cout, cin] as the equivalent convolution's:
+    flipped in space, in and out swapped. Only equal strides can share one input dilation."""
+    kernel = np.asarray(kernel, dtype=np.float32)
+    if stride_hw[0] != stride_hw[1]:
+        raise ShapeError("pack_conv_transpose: the shader dilates both axes by one stride.")
+    flipped = kernel[::-1, ::-1].transpose(0, 1, 3, 2)
+    return pack_conv(flipped, bias, 1, upload, input_dilation=stride_hw[0])
+
+
+def choose_pix(n_pixels: int, blocks: int) -> int:
+    """Output pixels per invocation. llvmpipe gathers every SSBO load lane by lane (loads inside
+    loops get no uniform fast path), so the kernel is bound by loads: a tile of PIX pixels x
+    4*COUT_VEC channels does 16*PIX*COUT_VEC multiply-adds per PIX + 4*COUT_VEC vec4 loads.
+    Measured on 56x56x64->64 3x3: 4x16 tile 8 GFLOP/s, 16x32 tile 16. Keep at least two work
+    groups' worth of invocations so both CPU threads get work."""
+    for pix in (16, 8, 4, 2):
+        if math.ceil(n_pixels / pix) * blocks >= 2 * LOCAL_SIZE:
+            return pix
+    return 1
+
+
+@any_storage
+def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
+           padding=((0, 0), (0, 0)), activation=LINEAR, out_hw=None) -> Tensor:
+    """y[n, oy, ox, :] = act(bias + sum over kh, kw, cin of x * w), x of shape [n, h, w, cin].
+    `padding` is ((top, bottom), (left, right)) in input pixels (of the dilated input for a
+    transposed convolution); out_hw, when given, overrides the computed output size."""
+    x._check_alive()
+    if x.ndim != 4:
+        raise ShapeError(f"conv2d expects a 4D input [batch, height, width, channels]. "
+                         f"Received shape {list(x.shape)}.")
+    n, h, w, cin = x.shape
+    if cin != kernel.cin_pg * kernel.groups:
+        raise ShapeError(f"conv2d: the kernel expects {kernel.cin_pg * kernel.groups} input channels. "
+                         f"Received input shape {list(x.shape)}.")
+    (top, bottom), (left, right) = padding
+    s = kernel.input_dilation
+    if out_hw is None:
+        dh = (h - 1) * s + 1 + top + bottom
+        dw = (w - 1) * s + 1 + left + right
+        out_hw = ((dh - effective_size(kernel.kh, dilation[0])) // strides[0] + 1,
+                  (dw - effective_size(kernel.kw, dilation[1])) // strides[1] + 1)
+    oh, ow = out_hw
+    if oh <= 0 or ow <= 0:
+        raise ShapeError(f"conv2d: a {kernel.kh}x{kernel.kw} kernel (dilation {list(dilation)}) does "
+                         f"not fit input shape {list(x.shape)}; the output would be {[n, oh, ow, kernel.cout]}.")
+    out = empty((n, oh, ow, kernel.cout))
+    if out.size == 0:
+        return out
+    n_pixels = n * oh * ow
+    blocks = kernel.groups * kernel.blocks_pg
+    pix = choose_pix(n_pixels, blocks)
+    gx, gy, _ = dispatch.groups_for(math.ceil(n_pixels / pix), LOCAL_SIZE)
+    defines = {
+        "LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "COUT_VEC": kernel.cout_vec,
+        "CIN_VEC4": kernel.cin_pg % 4 == 0 and cin % 4 == 0,
+        "KH": kernel.kh, "KW": kernel.kw, "STRIDE_H": strides[0], "STRIDE_W": strides[1],
+        "DIL_H": dilation[0], "DIL_W": dilation[1], "INPUT_DILATION": s, "ACT": activation.function,
+    }
+    uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": kernel.cout,
+                "cin_pg": kernel.cin_pg, "cout_pg": kernel.cout_pg, "blocks_pg": kernel.blocks_pg,
+                "pad_top": top, "pad_left": left, "n_pixels": n_pixels,
+                **{f"act_p{i}": float(v) for i, v in enumerate(activation.params)}}
+    dispatch.run("conv2d.comp", defines=defines, buffers=[x, kernel.weights, kernel.bias, out],
+                 uniforms=uniforms, groups=(gx, gy, blocks))
+    return out
+
+
+# -------------------------------------------------------------------------------------------------
+# Depthwise
+# -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DepthwiseKernel:
+    """A depthwise kernel packed for shaders/depthwise_conv2d.comp, with its bias, on the GPU."""
+    weights: Tensor          # [kh][kw][cout padded to 4] vec4, cout = cin * multiplier
+    bias: Tensor             # [cout padded to 4]
+    kh: int
+    kw: int
+    cin: int
+    multiplier: int
+
+    @property
+    def cout(self) -> int:
+        return self.cin * self.multiplier
+
+    def dispose(self) -> None:
+        self.weights.dispose()
+        self.bias.dispose()
+
+
+def pack_depthwise(kernel: np.ndarray, bias: np.ndarray | None, upload: Callable) -> DepthwiseKernel:
+    """Pack a Keras DepthwiseConv2D kernel [kh, kw, cin, multiplier] (1D: [k, cin, multiplier])."""
+    kernel = np.asarray(kernel, dtype=np.float32)
+    if kernel.ndim == 3:
+        kernel = kernel[None]
+    kh, kw, cin, mult = kernel.shape
+    cout = cin * mult
+    padded = math.ceil(cout / 4) * 4
+    w = np.zeros((kh, kw, padded), np.float32)
+    w[:, :, :cout] = kernel.reshape(kh, kw, cout)   # output channel c * mult + m, as Keras orders
+    b = np.zeros(padded, np.float32)
+    if bias is not None:
+        b[:cout] = np.asarray(bias, np.float32).reshape(cout)
+    return DepthwiseKernel(upload(w.reshape(-1)), upload(b), kh, kw, cin, mult)
+
+
+@any_storage
+def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilation=(1, 1),
+                     padding=((0, 0), (0, 0)), activation=LINEAR) -> Tensor:
+    """Depthwise convolution of x [n, h, w, cin]: y[..., c * mult + m] = act(bias + sum x[..., c] * w)."""
+    x._check_alive()
+    if x.ndim != 4 or x.shape[3] != kernel.cin:
+        raise ShapeError(f"depthwise_conv2d expects an input [batch, height, width, {kernel.cin}]. "
+                         f"Received shape {list(x.shape)}.")
+    n, h, w, cin = x.shape
+    (top, bottom), (left, right) = padding
+    oh = (h + top + bottom - effective_size(kernel.kh, dilation[0])) // strides[0] + 1
+    ow = (w + left + right - effective_size(kernel.kw, dilation[1])) // strides[1] + 1
+    if oh <= 0 or ow <= 0:
+        raise ShapeError(f"depthwise_conv2d: a {kernel.kh}x{kernel.kw} kernel (dilation "
+                         f"{list(dilation)}) does not fit input shape {list(x.shape)}.")
+    cout = kernel.cout
+    out = empty((n, oh, ow, cout))
+    if out.size == 0:
+        return out
+    n_pixels = n * oh * ow
+    cblocks = math.ceil(cout / 4)
+    pix = next((p for p in (4, 2) if math.ceil(n_pixels / p) * cblocks >= 4 * LOCAL_SIZE), 1)
+    n_work = math.ceil(n_pixels / pix) * cblocks
+    defines = {"LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "MULT": kernel.multiplier,
+               "VEC_IN": kernel.multiplier == 1 and cin % 4 == 0, "VEC_OUT": cout % 4 == 0,
+               "KH": kernel.kh, "KW": kernel.kw, "STRIDE_H": strides[0], "STRIDE_W": strides[1],
+               "DIL_H": dilation[0], "DIL_W": dilation[1], "ACT": activation.function}
+    uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": cout,
+                "cblocks": cblocks, "pad_top": top, "pad_left": left, "n_pixels": n_pixels,
+                "n_work": n_work, **{f"act_p{i}": float(v) for i, v in enumerate(activation.params)}}
+    dispatch.run("depthwise_conv2d.comp", defines=defines,
+                 buffers=[x, kernel.weights, kernel.bias, out], uniforms=uniforms,
+                 groups=dispatch.groups_for(n_work, LOCAL_SIZE))
+    return out

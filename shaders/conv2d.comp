@@ -1,0 +1,131 @@
+#version 430
+// Channels-last 2D convolution (Conv1D runs as a 1-row Conv2D) as an implicit GEMM.
+//
+// Each invocation computes PIX output pixels x (4 * COUT_VEC) output channels of one group, so every
+// input value it loads feeds 4 * COUT_VEC multiply-adds and every weight vec4 feeds PIX pixels.
+// The output-channel block comes from gl_WorkGroupID.z: it is the same for the whole work group, so
+// llvmpipe loads each weight once per SIMD batch instead of gathering it lane by lane.
+//
+// Weights are packed once at load (kerasgl/ops/conv.py pack_conv_weights) as
+//   [group][cout block][kh][kw][cin of group][COUT_VEC] vec4, each vec4 = 4 consecutive couts,
+// zero-filled past the group's last output channel.
+// INPUT_DILATION > 1 turns this into a transposed convolution: the input is seen with
+// INPUT_DILATION - 1 zeros between its samples (only the real samples are read).
+#include "common.glsl"
+#include "activations.glsl"
+layout(local_size_x = LOCAL_SIZE) in;
+
+#if CIN_VEC4
+layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
+#else
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+#endif
+layout(std430, binding = 1) readonly buffer W { vec4 w[]; };
+layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
+layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+
+uniform int in_h;
+uniform int in_w;
+uniform int cin;        // channels of the whole input
+uniform int out_h;
+uniform int out_w;
+uniform int cout;       // channels of the whole output
+uniform int cin_pg;     // input channels per group
+uniform int cout_pg;    // output channels per group
+uniform int blocks_pg;  // output-channel blocks (of 4 * COUT_VEC) per group
+uniform int pad_top;
+uniform int pad_left;
+uniform uint n_pixels;  // batch * out_h * out_w
+
+void main() {
+    uint first = linear_index() * uint(PIX);
+    if (first >= n_pixels) return;
+    int block = int(gl_WorkGroupID.z);
+    int group = block / blocks_pg;
+    int cout_in_group = (block - group * blocks_pg) * (4 * COUT_VEC);
+
+    // Where each of this invocation's pixels sits.
+    int row0[PIX];      // first input row touched (may be negative: padding)
+    int col0[PIX];
+    int img_base[PIX];  // offset of image n in the input, in elements
+    bool live[PIX];
+    for (int p = 0; p < PIX; ++p) {
+        uint pixel = first + uint(p);
+        live[p] = pixel < n_pixels;
+        int index = int(live[p] ? pixel : first);
+        int ox = index % out_w;
+        int rest = index / out_w;
+        int oy = rest % out_h;
+        int n = rest / out_h;
+        row0[p] = oy * STRIDE_H - pad_top;
+        col0[p] = ox * STRIDE_W - pad_left;
+        img_base[p] = n * in_h * in_w * cin + group * cin_pg;
+    }
+
+    vec4 acc[PIX][COUT_VEC];
+    for (int v = 0; v < COUT_VEC; ++v) {
+        vec4 b = bias[block * COUT_VEC + v];
+        for (int p = 0; p < PIX; ++p) acc[p][v] = b;
+    }
+
+    int wi = block * KH * KW * cin_pg * COUT_VEC;
+    for (int kh = 0; kh < KH; ++kh) {
+        for (int kw = 0; kw < KW; ++kw) {
+            int base[PIX];
+            bool ok[PIX];
+            for (int p = 0; p < PIX; ++p) {
+                int iy = row0[p] + kh * DIL_H;
+                int ix = col0[p] + kw * DIL_W;
+#if INPUT_DILATION > 1
+                bool on_sample = iy >= 0 && ix >= 0 && iy % INPUT_DILATION == 0 && ix % INPUT_DILATION == 0;
+                iy /= INPUT_DILATION;
+                ix /= INPUT_DILATION;
+#else
+                bool on_sample = true;
+#endif
+                ok[p] = live[p] && on_sample && iy >= 0 && iy < in_h && ix >= 0 && ix < in_w;
+                // A clamped, always-valid address: the loaded value is discarded when !ok.
+                base[p] = ok[p] ? img_base[p] + (iy * in_w + ix) * cin : 0;
+            }
+#if CIN_VEC4
+            for (int c = 0; c < cin_pg; c += 4) {
+                vec4 xv[PIX];
+                for (int p = 0; p < PIX; ++p) {
+                    vec4 value = x4[(base[p] + c) >> 2];
+                    xv[p] = ok[p] ? value : vec4(0.0);
+                }
+                for (int v = 0; v < COUT_VEC; ++v) {
+                    mat4 m = mat4(w[wi + v], w[wi + COUT_VEC + v], w[wi + 2 * COUT_VEC + v],
+                                  w[wi + 3 * COUT_VEC + v]);
+                    for (int p = 0; p < PIX; ++p) acc[p][v] += m * xv[p];
+                }
+                wi += 4 * COUT_VEC;
+            }
+#else
+            for (int c = 0; c < cin_pg; ++c) {
+                float xs[PIX];
+                for (int p = 0; p < PIX; ++p) {
+                    float value = x[base[p] + c];
+                    xs[p] = ok[p] ? value : 0.0;
+                }
+                for (int v = 0; v < COUT_VEC; ++v) {
+                    vec4 wv = w[wi + v];
+                    for (int p = 0; p < PIX; ++p) acc[p][v] += wv * xs[p];
+                }
+                wi += COUT_VEC;
+            }
+#endif
+        }
+    }
+
+    for (int p = 0; p < PIX; ++p) {
+        if (!live[p]) continue;
+        int out_base = int(first + uint(p)) * cout + group * cout_pg + cout_in_group;
+        for (int v = 0; v < COUT_VEC; ++v) {
+            for (int j = 0; j < 4; ++j) {
+                int oc = cout_in_group + 4 * v + j;
+                if (oc < cout_pg) y[out_base + 4 * v + j] = ACT(acc[p][v][j]);
+            }
+        }
+    }
+}

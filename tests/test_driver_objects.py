@@ -94,3 +94,10 @@ def test_script_runs_from_anywhere(tmp_path):
     data = json.loads(run.stdout)
     assert data["tensors"] == {"count": 0, "bytes": 0}
     assert np.all([data["driver"][k]["count"] == 0 for k in ("buffer", "texture", "program")])
+
+
+def test_cli_subcommand_reaches_the_dump(capsys):
+    from kerasgl import cli
+    assert cli.main(["gl-objects", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"tensors", "registry", "driver"}

@@ -432,3 +432,18 @@ def test_missing_gl_says_what_to_install():
     run = _fresh_process(code, __EGL_VENDOR_LIBRARY_FILENAMES="/nonexistent/none.json")
     assert "GLContextError: Could not create a headless OpenGL 4.3 context" in run.stdout, run.stderr
     assert "apt-get install" in run.stdout and "libegl-mesa0" in run.stdout and "libgl1-mesa-dri" in run.stdout
+
+
+def _pytest_without_gl(**env):
+    full_env = {**os.environ, "PYTHONPATH": REPO, **env,
+                "__EGL_VENDOR_LIBRARY_FILENAMES": "/nonexistent/none.json"}
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+                           "tests/test_install.py"], cwd=REPO, env=full_env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_without_gl_ci_fails_the_run_and_local_runs_skip():
+    ci = _pytest_without_gl(CI="true")
+    assert ci.returncode != 0 and "CI=true and no GL context" in ci.stdout + ci.stderr
+    local = _pytest_without_gl(CI="")
+    assert local.returncode == 0 and "1 skipped" in local.stdout and "no OpenGL 4.3 context" in local.stdout

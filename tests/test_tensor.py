@@ -431,3 +431,20 @@ def test_programs_are_compiled_once_and_counted():
     (a * 2.0).dispose()                       # compiles again on demand
     assert kg.memory().num_programs == 1
     a.dispose()
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_copy_and_storage_conversions(storage):
+    from kerasgl.ops.layout import copy
+    a = rng.standard_normal((3, 50)).astype(np.float32)
+    t = kg.tensor(a, storage=storage)
+    with kg.tidy():
+        c = copy(t)
+        assert c.storage == storage and c.gl_name != t.gl_name and np.array_equal(c.numpy(), a)
+        for converted, kind in ((t.to_texture(), "texture"), (t.to_buffer(), "buffer")):
+            assert converted.storage == kind and np.array_equal(converted.numpy(), a)
+        i = kg.tensor(np.arange(-5, 5), storage=storage)
+        assert np.array_equal(i.to_texture().to_buffer().numpy(), np.arange(-5, 5))
+        e = kg.empty([2, 2], storage=storage)
+        assert e.shape == (2, 2) and e.storage == storage
+    t.dispose()

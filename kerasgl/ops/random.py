@@ -25,7 +25,7 @@ def _seed_words(seed) -> tuple[int, int]:
             seed = int(seed)
         except (TypeError, ValueError):
             raise TypeError(f"seed must be an integer or None. Received {seed!r}.")
-    seed &= _SEED_MASK   # negative and huge seeds wrap, as numpy's SeedSequence does not need to
+    seed &= _SEED_MASK   # negative and huge seeds wrap to 64 bits
     return seed & 0xFFFFFFFF, seed >> 32
 
 
@@ -35,9 +35,7 @@ def _generate(shader: str, shape, dtype, storage: str, seed, uniforms: dict) -> 
     if dtype != "float32":
         raise ShapeError(f"Random tensors are float32. Received dtype {dtype}.")
     out = empty(shape, dtype, storage="buffer")
-    if out.size:
-        if out.size > 0xFFFFFFFF:
-            raise ShapeError(f"A random tensor may have at most 2**32 - 1 elements. Received {out.size}.")
+    if out.size:   # (a buffer holds far fewer than 2**32 elements: block indices fit a uint)
         blocks = math.ceil(out.size / 4)
         dispatch.run(shader, buffers=[out],
                      uniforms={"n": out.size, "seed": _seed_words(seed), **uniforms},

@@ -45,6 +45,13 @@ def ascii_digits(images, labels, count: int = 8) -> str:
     return "\n".join(rows)
 
 
+def gpu_counts(kg) -> tuple:
+    """Tensors, their bytes, buffers and textures by kerasgl's count and by the driver's."""
+    mem, drv = kg.memory(), kg.driver_objects().counts()
+    return (mem.num_tensors, mem.num_bytes, mem.num_buffers, mem.num_textures,
+            drv["buffer"], drv["texture"])
+
+
 def gpu_state(kg) -> str:
     mem = kg.memory()
     drv = kg.driver_objects().counts()
@@ -68,6 +75,7 @@ def main(repeats: int = 20) -> int:
     print(ascii_digits(images, labels))
     print()
     print(f"before loading:   {gpu_state(kg)}")
+    initial = gpu_counts(kg)
 
     start = time.perf_counter()
     model = kg.load_model(data_path("digits_cnn.keras"))
@@ -104,11 +112,17 @@ def main(repeats: int = 20) -> int:
     finally:
         model.dispose()
     print(f"after dispose:    {gpu_state(kg)}  (compiled programs stay cached)")
+    released = gpu_counts(kg) == initial
+    print(f"every buffer and texture released: {'yes' if released else 'NO'}")
 
+    status = 0
     if difference > TOLERANCE:
         print(f"FAILED: the GPU's probabilities differ from Keras's by more than {TOLERANCE}")
-        return 1
-    return 0
+        status = 1
+    if not released:
+        print("FAILED: GPU objects are left after dispose")
+        status = 1
+    return status
 
 
 if __name__ == "__main__":

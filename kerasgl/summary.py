@@ -31,6 +31,11 @@ def _connected_text(graph: Graph, layer) -> str:
     return ", ".join(sources) or "-"
 
 
+def _summary_layers(graph: Graph) -> list:
+    # Like Keras 3's summary: a functional model lists its operations (op nodes) too.
+    return list(graph.layers.values()) if graph.kind != "Sequential" else graph.listed_layers
+
+
 def _rows(graph: Graph, layers, expand_nested: bool, functional: bool, depth: int = 0):
     indent = "  " * depth + ("└ " if depth else "")
     for layer in layers:
@@ -39,7 +44,7 @@ def _rows(graph: Graph, layers, expand_nested: bool, functional: bool, depth: in
                ", ".join(s.removesuffix(".comp") for s in layer.shaders) or "-")
         if expand_nested and isinstance(layer, NestedModel):
             inner = layer.graph
-            yield from _rows(inner, inner.listed_layers, True, inner.kind != "Sequential", depth + 1)
+            yield from _rows(inner, _summary_layers(inner), True, inner.kind != "Sequential", depth + 1)
 
 
 def _human_bytes(n: int) -> str:
@@ -65,7 +70,7 @@ def format_summary(model, expand_nested: bool = False, line_length: int | None =
     functional = graph.kind != "Sequential"
     columns = COLUMNS if functional else tuple(c for c in COLUMNS if c != "Connected to")
     rows = []
-    for row in _rows(graph, graph.listed_layers, expand_nested, functional):
+    for row in _rows(graph, _summary_layers(graph), expand_nested, functional):
         rows.append(row if functional else row[:3] + row[4:])
     widths = [max(len(columns[i]), *(len(r[i]) for r in rows)) if rows else len(columns[i])
               for i in range(len(columns))]

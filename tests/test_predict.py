@@ -1,0 +1,190 @@
+"""predict(): batching, the forms of input, Tensors in and out, errors, and memory: intermediates
+freed as soon as possible, only weights (and returned outputs) left, dispose and DisposedError."""
+import io
+import os
+
+import numpy as np
+import pytest
+from graph_helpers import GLProbe, Probe, Scale, gl_state, gl_test_layers  # noqa: F401
+from keras_ref import assert_close, keras, randomize_weights
+
+import kerasgl as kg
+from kerasgl.feeding import Progress
+
+ops = keras.ops
+pytestmark = pytest.mark.usefixtures("gl_test_layers")
+
+
+def _save(model, tmp_path, fmt=".keras", randomize=True):
+    if randomize:
+        randomize_weights(model)
+    path = os.path.join(tmp_path, model.name + fmt)
+    model.save(path)
+    return path
+
+
+@pytest.fixture
+def two_in_two_out(tmp_path):
+    a = keras.Input((3,), name="a")
+    b = keras.Input((3,), name="b")
+    s = Scale(name="s")(a)
+    model = keras.Model([a, b], [s * b + 1.0, ops.sum(s - b, axis=-1)], name="two_two")
+    return model, _save(model, tmp_path)
+
+
+def test_batches_give_keras_results(two_in_two_out):
+    model, path = two_in_two_out
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal((70, 3)).astype("f4"), rng.standard_normal((70, 3)).astype("f4")]
+    expected = model.predict(data, verbose=0)
+    with kg.load_model(path) as loaded:
+        for batch_size in (None, 1, 32, 70, 100):
+            got = loaded.predict(data, batch_size=batch_size, verbose=0)
+            assert len(got) == 2
+            for g, e in zip(got, expected):
+                assert_close(g, e, what=f"batch_size={batch_size}")
+
+
+def test_dict_list_tuple_inputs(two_in_two_out):
+    model, path = two_in_two_out
+    a, b = np.ones((2, 3), "f4"), np.arange(6, dtype="f4").reshape(2, 3)
+    expected = model.predict([a, b], verbose=0)
+    with kg.load_model(path) as loaded:
+        for feed in ([a, b], (a, b), {"b": b, "a": a}, [a.tolist(), b.astype("f8")]):
+            for g, e in zip(loaded.predict(feed, verbose=0), expected):
+                assert_close(g, e)
+        with pytest.raises(kg.ShapeError, match=r"lacks \['b'\]"):
+            loaded.predict({"a": a})
+        with pytest.raises(kg.ShapeError, match="expects 2 input"):
+            loaded.predict(a)
+        with pytest.raises(kg.ShapeError, match="same number of samples"):
+            loaded.predict([a, b[:1]])
+
+
+def test_shape_and_dtype_errors_say_expected_and_received(tmp_path):
+    x = keras.Input((4, 2), name="pixels")
+    model = keras.Model(x, Scale(name="s")(x), name="shapes")
+    path = _save(model, tmp_path)
+    with kg.load_model(path) as loaded:
+        with pytest.raises(kg.ShapeError) as info:
+            loaded.predict(np.zeros((3, 4, 5), "f4"))
+        assert "expected shape (None, 4, 2)" in str(info.value)
+        assert "received shape (3, 4, 5)" in str(info.value)
+        with pytest.raises(kg.ShapeError, match=r"received shape \(4, 2\)"):
+            loaded.predict(np.zeros((4, 2), "f4"))            # forgot the batch axis
+        with pytest.raises(kg.ShapeError, match="<U1"):
+            loaded.predict(np.full((1, 4, 2), "a"))
+        t = kg.zeros([1, 4, 2], dtype="int32")
+        try:
+            with pytest.raises(kg.ShapeError, match="int32 tensor"):
+                loaded.predict(t)
+        finally:
+            t.dispose()
+        assert kg.memory().num_tensors == 1                   # the weight only
+
+
+def test_tensor_inputs_give_tensors_owned_by_the_scope(two_in_two_out):
+    model, path = two_in_two_out
+    rng = np.random.default_rng(1)
+    data = [rng.standard_normal((5, 3)).astype("f4") for _ in range(2)]
+    expected = model.predict(data, verbose=0)
+    with kg.load_model(path) as loaded:
+        weights = kg.memory().num_tensors
+        for batch_size in (None, 2):
+            with kg.tidy():
+                a = kg.tensor(data[0])
+                staged = kg.tensor(data[1])
+                b = staged.to_texture()                       # either storage is accepted
+                staged.dispose()
+                out = loaded.predict([a, b], batch_size=batch_size, verbose=0)
+                assert all(isinstance(t, kg.Tensor) for t in out)
+                for t, e in zip(out, expected):
+                    assert_close(t.numpy(), e)
+                assert kg.memory().num_tensors == weights + 2 + 2   # inputs + outputs only
+            assert all(t.is_disposed for t in out)           # the scope owned them
+            assert kg.memory().num_tensors == weights
+
+
+def test_intermediates_are_freed_after_their_last_use(tmp_path):
+    x = keras.Input((256,), name="x")
+    y = x
+    for _ in range(12):
+        y = y * 1.5 + 0.25                      # 24 op nodes in a chain
+    y = Probe(name="probe")(y)
+    model = keras.Model(x, [Probe(name="late")(y) - x], name="chain")
+    path = _save(model, tmp_path, randomize=False)
+    data = np.linspace(-1, 1, 2 * 256, dtype="f4").reshape(2, 256)
+    with kg.load_model(path) as loaded:
+        before = gl_state()
+        baseline = kg.memory().num_tensors
+        got = loaded.predict(data, verbose=0)
+        # When each probe runs, only the input (still needed at the end) and the chain's latest
+        # value are alive: 25 intermediates were made, 23 of them already freed.
+        assert GLProbe.seen == [baseline + 2, baseline + 2]
+        assert gl_state() == before
+    assert_close(got, model.predict(data, verbose=0))
+
+
+def test_only_weights_remain_after_predict_and_dispose_frees_them(tmp_path):
+    x = keras.Input((8,), name="x")
+    model = keras.Model(x, Scale(name="s2")(Scale(name="s1")(x) + 1.0), name="weights")
+    path = _save(model, tmp_path)
+    empty = gl_state()
+    loaded = kg.load_model(path)
+    after_load = gl_state()
+    assert after_load[0] == empty[0] + 2 and after_load[4] == empty[4] + 2   # two weight buffers
+    loaded.predict(np.ones((40, 8), "f4"), batch_size=16, verbose=0)
+    assert gl_state() == after_load
+    loaded.dispose()
+    assert gl_state() == empty
+    loaded.dispose()                                    # harmless twice
+    with pytest.raises(kg.DisposedError, match="disposed"):
+        loaded.predict(np.ones((1, 8), "f4"))
+    with pytest.raises(kg.DisposedError):
+        loaded.summary()
+
+
+def test_context_manager_disposes(tmp_path):
+    x = keras.Input((2,), name="x")
+    path = _save(keras.Model(x, Scale(name="s")(x), name="ctx"), tmp_path)
+    before = gl_state()
+    with kg.load_model(path) as loaded:
+        assert not loaded.is_disposed
+    assert loaded.is_disposed and gl_state() == before
+
+
+def test_outputs_returned_to_the_caller_survive_and_are_distinct(tmp_path):
+    x = keras.Input((3,), name="x")
+    model = keras.Model(x, [Probe(name="p")(x), Probe(name="q")(x)], name="passthrough")
+    path = _save(model, tmp_path, randomize=False)
+    with kg.load_model(path) as loaded, kg.tidy():
+        t = kg.tensor(np.arange(6, dtype="f4").reshape(2, 3))
+        p, q = loaded.predict(t, verbose=0)
+        assert p is not t and q is not t and p is not q
+        p.dispose()
+        np.testing.assert_array_equal(q.numpy(), t.numpy())
+
+
+def test_progress_bar():
+    stream = io.StringIO()
+    bar = Progress(3, verbose=1, stream=stream)
+    for step in (1, 2, 3):
+        bar.update(step)
+    assert "3/3 [" in stream.getvalue() and stream.getvalue().endswith("\n")
+    quiet = io.StringIO()
+    bar = Progress(3, verbose="auto", stream=quiet)          # StringIO is not a terminal
+    bar.update(3)
+    one = io.StringIO()
+    bar = Progress(1, verbose=1, stream=one)                 # one batch: no bar
+    bar.update(1)
+    assert quiet.getvalue() == "" and one.getvalue() == ""
+
+
+def test_predict_prints_progress_with_verbose_1(tmp_path, capsys):
+    x = keras.Input((2,), name="x")
+    path = _save(keras.Model(x, x + 1.0, name="bar"), tmp_path)
+    with kg.load_model(path) as loaded:
+        loaded.predict(np.zeros((5, 2), "f4"), batch_size=2, verbose=1)
+        assert "3/3" in capsys.readouterr().err
+        loaded.predict(np.zeros((5, 2), "f4"), batch_size=2)   # auto: stderr is not a terminal
+        assert capsys.readouterr().err == ""

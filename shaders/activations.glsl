@@ -16,15 +16,20 @@ float act_log(float x) { return log(x); }
 float act_sqrt(float x) { return sqrt(x); }
 float act_square(float x) { return x * x; }
 float act_relu(float x) { return max(x, 0.0); }
+// exp(x) - 1 without the cancellation of small |x| (jax.nn.elu and celu use expm1).
+float expm1_accurate(float x) {
+    if (abs(x) < 1e-2) return x * (1.0 + x * (0.5 + x * (1.0 / 6.0 + x * (1.0 / 24.0))));
+    return exp(x) - 1.0;
+}
 float act_relu6(float x) { return clamp(x, 0.0, 6.0); }
 // p0 = negative slope
 float act_leaky_relu(float x) { return x >= 0.0 ? x : act_p0 * x; }
 // p0 = alpha
-float act_elu(float x) { return x > 0.0 ? x : act_p0 * (exp(x) - 1.0); }
+float act_elu(float x) { return x > 0.0 ? x : act_p0 * expm1_accurate(x); }
 float act_selu(float x) {
     const float alpha = 1.6732632423543772848170429916717;
     const float scale = 1.0507009873554804934193349852946;
-    return scale * (x > 0.0 ? x : alpha * (exp(x) - 1.0));
+    return scale * (x > 0.0 ? x : alpha * expm1_accurate(x));
 }
 float act_sigmoid(float x) {
     // exp of a non-positive number never overflows.
@@ -57,10 +62,22 @@ float erf_approx(float x) {
     return x >= 0.0 ? 1.0 - r : r - 1.0;
 }
 float act_gelu(float x) { return 0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476)); }
-// Keras ReLU layer: p0 = max_value (negative: none), p1 = negative_slope, p2 = threshold.
+// keras.activations.relu / the ReLU layer: p0 = max_value (negative: none), p1 = negative_slope,
+// p2 = threshold. Keras keeps x where x > threshold (clipped to [0, max_value] when there is a
+// max_value, even for a negative threshold), else negative_slope * (x - threshold).
 float act_relu_full(float x) {
-    float y = x >= act_p2 ? x : act_p1 * (x - act_p2);
-    return act_p0 >= 0.0 ? min(y, act_p0) : y;
+    if (x > act_p2) return act_p0 >= 0.0 ? clamp(x, 0.0, act_p0) : x;
+    return act_p1 * (x - act_p2);
 }
 // Keras ThresholdedReLU / ReLU(threshold) without slope: p0 = theta
 float act_thresholded_relu(float x) { return x > act_p0 ? x : 0.0; }
+// Keras 3 activations beyond the classic set (jax.nn formulas). p0 = alpha / b / threshold.
+float act_celu(float x) { return max(x, 0.0) + act_p0 * expm1_accurate(min(x, 0.0) / act_p0); }
+float act_squareplus(float x) { return (x + sqrt(x * x + act_p0)) / 2.0; }
+float act_soft_shrink(float x) { return x > act_p0 ? x - act_p0 : (x < -act_p0 ? x + act_p0 : 0.0); }
+float act_hard_shrink(float x) { return abs(x) > act_p0 ? x : 0.0; }
+float act_sparse_plus(float x) { return x <= -1.0 ? 0.0 : (x >= 1.0 ? x : (x + 1.0) * (x + 1.0) / 4.0); }
+float act_sparse_sigmoid(float x) { return x <= -1.0 ? 0.0 : (x >= 1.0 ? 1.0 : 0.5 * (x + 1.0)); }
+float act_tanh_shrink(float x) { return x - act_tanh(x); }
+float act_hard_tanh(float x) { return clamp(x, -1.0, 1.0); }
+float act_log_sigmoid(float x) { return -act_softplus(-x); }

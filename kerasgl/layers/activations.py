@@ -30,8 +30,20 @@ _POINTWISE = {
     "softsign": ("act_softsign", ()),
     "exponential": ("act_exponential", ()),
     "mish": ("act_mish", ()),
+    # Keras 3 additions (keras.activations.*), with their Keras default parameters.
+    "celu": ("act_celu", (1.0,)),
+    "squareplus": ("act_squareplus", (4.0,)),
+    "soft_shrink": ("act_soft_shrink", (0.5,)),
+    "hard_shrink": ("act_hard_shrink", (0.5,)),
+    "sparse_plus": ("act_sparse_plus", ()),
+    "sparse_sigmoid": ("act_sparse_sigmoid", ()),
+    "tanh_shrink": ("act_tanh_shrink", ()),
+    "hard_tanh": ("act_hard_tanh", ()),
+    "log_sigmoid": ("act_log_sigmoid", ()),
 }
 NON_POINTWISE = ("softmax", "log_softmax")
+# Keras activations that are neither pointwise nor softmax: refused by name, not as unknown.
+NOT_SUPPORTED = ("glu", "sparsemax", "threshold")
 
 
 @dataclass(frozen=True)
@@ -59,10 +71,21 @@ def activation_name(value) -> str | None:
     return str(value)
 
 
+def gelu(approximate: bool) -> Pointwise:
+    """keras.activations.gelu serialises as plain "gelu" (approximate=False, the erf form, in
+    Keras 2 and 3); the tanh form (approximate=True) is reachable through keras.ops.gelu nodes,
+    whose default it is."""
+    return Pointwise("act_gelu_tanh" if approximate else "act_gelu")
+
+
 def pointwise(value, keras_major: int, where: str = "") -> Pointwise | None:
     """The pointwise activation for a config value, or None for softmax / log_softmax.
     Raises UnsupportedLayerError for an activation kerasgl does not know."""
     name = activation_name(value)
+    if name in NOT_SUPPORTED:
+        raise UnsupportedLayerError(
+            f"{where + ': ' if where else ''}activation {name!r} is not supported (it is not a "
+            "pointwise function kerasgl can fuse, or needs arguments a saved model does not keep).")
     if name == "hard_sigmoid":
         # Keras 2 computed clip(0.2 x + 0.5, 0, 1); Keras 3 computes relu6(x + 3) / 6.
         return Pointwise("act_hard_sigmoid_k2" if keras_major == 2 else "act_hard_sigmoid")
@@ -72,3 +95,17 @@ def pointwise(value, keras_major: int, where: str = "") -> Pointwise | None:
     if name in NON_POINTWISE:
         return None
     raise UnsupportedLayerError(f"{where + ': ' if where else ''}activation {name!r} is not supported.")
+
+
+def apply(x, value, keras_major: int, where: str = "", axis=-1):
+    """A new tensor: the activation `value` (a config value) applied to x. softmax and log_softmax
+    run over `axis`; the identity returns a view (no copy, no dispatch). x is not disposed."""
+    from ..ops import elementwise, softmax
+    from ..tensor import view
+    name = activation_name(value)
+    fn = pointwise(value, keras_major, where)
+    if fn is None:
+        return (softmax.log_softmax if name == "log_softmax" else softmax.softmax)(x, axis)
+    if fn.is_identity:
+        return view(x, x.shape)
+    return elementwise.unary(fn.function[len("act_"):], x, *fn.params)

@@ -20,40 +20,58 @@ def _check(x, what="x") -> Tensor:
     return x
 
 
-def _channel_map(x: Tensor, scale: Tensor, shift: Tensor | None, axis: int, mode: int) -> Tensor:
-    x = _check(x)
+def _channel_map(x: Tensor, scale: Tensor, shift: Tensor | None, axis: int, mode: int,
+                 span: int = 1) -> Tensor:
+    # An int32 input is read as float (Rescaling / Normalization of uint8 images cast it first).
+    if not (isinstance(x, Tensor) and x.dtype == "int32"):
+        x = _check(x)
+    x._check_alive()
     scale = _check(scale, "scale")
     if x.ndim == 0:
         raise ShapeError("A per-channel op needs a tensor of rank >= 1. Received a scalar.")
     (axis,) = normalize_axes(axis, x.ndim)
-    channels = x.shape[axis]
+    if not 1 <= span <= x.ndim - axis:
+        raise ShapeError(f"A per-channel span of {span} axes from axis {axis} does not fit input "
+                         f"shape {list(x.shape)}.")
+    channels = math.prod(x.shape[axis:axis + span])
     if scale.size != channels or (shift is not None and _check(shift, "shift").size != channels):
         raise ShapeError(
-            f"Per-channel parameters must have {channels} values (axis {axis} of input shape "
+            f"Per-channel parameters must have {channels} values (axes {axis}..{axis + span - 1} of input shape "
             f"{list(x.shape)}). Received {scale.size}"
             f"{'' if shift is None else f' and {shift.size}'}.")
     out = empty(x.shape)
     if out.size:
-        inner = math.prod(x.shape[axis + 1:])
-        dispatch.run("channel_affine.comp", defines={"MODE": mode, "HAS_SHIFT": shift is not None},
+        inner = math.prod(x.shape[axis + span:])
+        dispatch.run("channel_affine.comp", defines={"MODE": mode, "HAS_SHIFT": shift is not None and mode == 0,
+                                                     "X_INT": x.dtype == "int32"},
                      buffers=[x, scale, shift if shift is not None else scale, out],
                      uniforms={"n": out.size, "inner": inner, "channels": channels},
                      groups=dispatch.groups_for(out.size))
     return out
 
 
+# Per-channel ops: the channel c of an element is its flat index over the `span` axes starting at
+# `axis` (span > 1 for parameters that vary over several adjacent axes; the caller broadcasts
+# parameters over any axis of that span they do not vary along).
 @any_storage
-def scale_shift(x: Tensor, scale: Tensor, shift: Tensor | None = None, axis: int = -1) -> Tensor:
-    """y = x * scale[c] + shift[c], c the index along `axis` (BatchNormalization at inference,
-    with scale = gamma / sqrt(var + eps) and shift = beta - mean * scale folded at load)."""
-    return _channel_map(x, scale, shift, axis, mode=0)
+def scale_shift(x: Tensor, scale: Tensor, shift: Tensor | None = None, axis: int = -1,
+                span: int = 1) -> Tensor:
+    """y = x * scale[c] + shift[c] (BatchNormalization at inference, with scale = gamma /
+    sqrt(var + eps) and shift = beta - mean * scale folded at load; Rescaling)."""
+    return _channel_map(x, scale, shift, axis, 0, span)
 
 
 @any_storage
-def prelu(x: Tensor, alpha: Tensor, axis: int = -1) -> Tensor:
-    """max(x, 0) - alpha[c] * max(-x, 0), c the index along `axis`. For a slope that varies over
-    several axes, flatten those axes into one (a reshape view) and pass that axis."""
-    return _channel_map(x, alpha, None, axis, mode=1)
+def prelu(x: Tensor, alpha: Tensor, axis: int = -1, span: int = 1) -> Tensor:
+    """max(x, 0) - alpha[c] * max(-x, 0), as keras.layers.PReLU computes it."""
+    return _channel_map(x, alpha, None, axis, 1, span)
+
+
+@any_storage
+def standardize(x: Tensor, mean: Tensor, std: Tensor, axis: int = -1, span: int = 1,
+                invert: bool = False) -> Tensor:
+    """(x - mean[c]) / std[c], or mean[c] + x * std[c] with invert (keras Normalization)."""
+    return _channel_map(x, std, mean, axis, 3 if invert else 2, span)
 
 
 @any_storage

@@ -1,0 +1,177 @@
+"""Core layers: Dense, Activation, and the reshaping layers that move no arithmetic
+(Flatten, Reshape, Permute, RepeatVector)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ops import layout, matmul, merge
+from ..tensor import view
+from . import activations
+from .base import Layer, register
+
+
+def _rank_error(layer, expected: str, input_shape):
+    return layer.shape_error(f"expects {expected}. Received input shape {tuple(input_shape)}.")
+
+
+@register("Dense")
+class Dense(Layer):
+    """x @ kernel + bias with the activation fused into the matmul (softmax runs after it).
+    On inputs of rank > 2 the kernel applies to the last axis (a 2-D matmul over a view)."""
+    shaders = ("matmul.comp",)
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        self.units = int(self.option("units"))
+        self.use_bias = bool(self.option("use_bias", True))
+        if self.option("lora_rank"):
+            raise self.unsupported("a LoRA-enabled Dense (lora_rank)")
+        if self.option("quantization_config") or "int8" in str(self.option("dtype", "")) \
+                or "float8" in str(self.option("dtype", "")):
+            raise self.unsupported("a quantized Dense")
+        self.expect_weights(2 if self.use_bias else 1)
+        self.activation = self.option("activation")
+        self.fused = activations.pointwise(self.activation, keras_major, f"Layer '{self.name}'")
+        if self.fused is None:
+            self.shaders = ("matmul.comp", "softmax.comp")
+        kernel = self.weights_np[0]
+        if kernel.shape[1:] != (self.units,):
+            from ..errors import ModelFileError
+            raise ModelFileError(f"Layer '{self.name}' (Dense): kernel of shape {kernel.shape} does "
+                                 f"not match units={self.units}.")
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) < 1 or input_shape[-1] != self.weights_np[0].shape[0]:
+            raise self.shape_error(f"expects the last input dimension to be "
+                                   f"{self.weights_np[0].shape[0]}. Received input shape "
+                                   f"{tuple(input_shape)}.")
+        return tuple(input_shape[:-1]) + (self.units,)
+
+    def build(self, input_shape):
+        self.compute_output_shape(input_shape)
+        self.kernel = self.upload(self.weights_np[0].astype(np.float32))
+        self.bias = self.upload(self.weights_np[1].astype(np.float32)) if self.use_bias else None
+        self.built = True
+
+    def call(self, inputs, **kwargs):
+        if inputs.shape[-1:] != self.kernel.shape[:1]:
+            raise self.shape_error(f"expects the last input dimension to be {self.kernel.shape[0]}. "
+                                   f"Received input shape {tuple(inputs.shape)}.")
+        fn = self.fused
+        out = matmul.dense(inputs, self.kernel, self.bias,
+                           fn.function if fn else None, fn.params if fn else ())
+        if fn is not None:
+            return out
+        try:
+            return activations.apply(out, self.activation, self.keras_major, self.name)
+        finally:
+            out.dispose()
+
+
+@register("Activation")
+class Activation(Layer):
+    shaders = ("unary.comp",)
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        self.activation = self.option("activation")
+        # Raise at load time for an unknown activation.
+        activations.pointwise(self.activation, keras_major, f"Layer '{self.name}'")
+
+    def call(self, inputs, **kwargs):
+        return activations.apply(inputs, self.activation, self.keras_major, self.name)
+
+
+@register("Flatten")
+class Flatten(Layer):
+    """(batch, ...) -> (batch, prod(...)); channels_first inputs are moved to channels-last first,
+    as Keras does, so the flattened order matches."""
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        self.channels_first = self.option("data_format", "channels_last") == "channels_first"
+
+    def compute_output_shape(self, input_shape):
+        rest = input_shape[1:]
+        size = None if any(d is None for d in rest) else math.prod(rest)
+        return (input_shape[0], size)
+
+    def call(self, inputs, **kwargs):
+        shape = (inputs.shape[0], math.prod(inputs.shape[1:]))
+        if self.channels_first and inputs.ndim > 2:
+            moved = layout.transpose(inputs, (0, *range(2, inputs.ndim), 1))
+            try:
+                return view(moved, shape)
+            finally:
+                moved.dispose()
+        return view(inputs, shape)
+
+
+@register("Reshape")
+class Reshape(Layer):
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        self.target_shape = tuple(int(d) for d in self.option("target_shape"))
+        if sum(1 for d in self.target_shape if d == -1) > 1:
+            raise self.shape_error(f"target_shape {self.target_shape} has more than one -1.")
+
+    def _resolve(self, input_shape):
+        rest = input_shape[1:]
+        if any(d is None for d in rest):
+            return self.target_shape if -1 not in self.target_shape else \
+                tuple(None if d == -1 else d for d in self.target_shape)
+        try:
+            return layout.resolve_shape(self.target_shape, math.prod(rest), rest)
+        except Exception as exc:
+            raise self.shape_error(f"cannot reshape input shape {tuple(input_shape)} to target "
+                                   f"shape {self.target_shape}: {exc}") from None
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0],) + tuple(self._resolve(input_shape))
+
+    def call(self, inputs, **kwargs):
+        return view(inputs, (inputs.shape[0],) + tuple(self._resolve(inputs.shape)))
+
+
+@register("Permute")
+class Permute(Layer):
+    shaders = ("transpose.comp",)
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        self.dims = tuple(int(d) for d in self.option("dims"))
+        if sorted(self.dims) != list(range(1, len(self.dims) + 1)):
+            raise self.shape_error(f"dims {self.dims} must be a permutation of 1..{len(self.dims)}.")
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) != len(self.dims) + 1:
+            raise _rank_error(self, f"inputs of rank {len(self.dims) + 1}", input_shape)
+        return (input_shape[0],) + tuple(input_shape[d] for d in self.dims)
+
+    def call(self, inputs, **kwargs):
+        self.compute_output_shape(inputs.shape)
+        return layout.transpose(inputs, (0,) + self.dims)
+
+
+@register("RepeatVector")
+class RepeatVector(Layer):
+    shaders = ("concat.comp",)
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        self.n = int(self.option("n"))
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) != 2:
+            raise _rank_error(self, "inputs of rank 2 (batch, features)", input_shape)
+        return (input_shape[0], self.n, input_shape[1])
+
+    def call(self, inputs, **kwargs):
+        self.compute_output_shape(inputs.shape)
+        row = view(inputs, (inputs.shape[0], 1, inputs.shape[1]))
+        try:
+            return merge.concatenate([row] * self.n, axis=1)
+        finally:
+            row.dispose()

@@ -1,0 +1,119 @@
+"""BatchNormalization (inference: moving statistics folded into one scale and shift per channel at
+load) and LayerNormalization."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ops import normalization
+from ..ops.axes import normalize_axes
+from .base import Layer, register
+
+
+def span_params(input_shape, keep_axes, *arrays):
+    """Per-channel parameters over the axes `keep_axes` (sorted, non-negative) -> (first axis,
+    span, flat arrays) for the per-channel ops: each array is broadcast over the axes between
+    the first and last kept axis that it does not vary along."""
+    if not keep_axes:
+        keep_axes = (len(input_shape) - 1,)
+        arrays = [np.broadcast_to(np.asarray(a, np.float32).reshape(-1)[:1], (input_shape[-1],))
+                  for a in arrays]
+        return keep_axes[0], 1, [np.ascontiguousarray(a) for a in arrays]
+    first, last = keep_axes[0], keep_axes[-1]
+    span_shape = tuple(input_shape[first:last + 1])
+    param_shape = tuple(input_shape[d] if d in keep_axes else 1 for d in range(first, last + 1))
+    flat = []
+    for a in arrays:
+        a = np.asarray(a, np.float32)
+        if a.size == 1:
+            a = np.full(param_shape, a.reshape(()), np.float32)
+        flat.append(np.ascontiguousarray(np.broadcast_to(a.reshape(param_shape), span_shape)).reshape(-1))
+    return first, last - first + 1, flat
+
+
+def _axes_option(value):
+    return tuple(int(a) for a in value) if isinstance(value, (list, tuple)) else int(value)
+
+
+@register("BatchNormalization")
+class BatchNormalization(Layer):
+    shaders = ("channel_affine.comp",)
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        self.axis = _axes_option(self.option("axis", -1))
+        self.center = bool(self.option("center", True))
+        self.scale = bool(self.option("scale", True))
+        self.epsilon = float(self.option("epsilon", 1e-3))
+        if self.option("renorm") and self.keras_major == 2:
+            pass  # renormalisation only changes training; inference uses the moving statistics
+        if self.option("virtual_batch_size"):
+            raise self.unsupported("virtual_batch_size")
+        self.expect_weights(2 + self.center + self.scale)
+
+    def compute_output_shape(self, input_shape):
+        normalize_axes(self.axis, len(input_shape), f"Layer '{self.name}': axis")
+        return input_shape
+
+    def build(self, input_shape):
+        axes = normalize_axes(self.axis, len(input_shape), f"Layer '{self.name}': axis")
+        weights = [w.astype(np.float32) for w in self.weights_np]
+        gamma = weights.pop(0) if self.scale else None
+        beta = weights.pop(0) if self.center else None
+        mean, variance = weights
+        expected = tuple(input_shape[a] for a in axes)
+        if mean.size != math.prod(expected):
+            raise self.shape_error(f"statistics of shape {mean.shape} do not fit input shape "
+                                   f"{tuple(input_shape)} along axis {self.axis}.")
+        # As keras.ops.batch_normalization: inv = rsqrt(var + eps) * gamma; y = x*inv + (beta - mean*inv)
+        inv = (np.float32(1.0) / np.sqrt(variance + np.float32(self.epsilon))).astype(np.float32)
+        if gamma is not None:
+            inv = inv * gamma
+        shift = -mean * inv
+        if beta is not None:
+            shift = shift + beta
+        self.first, self.span, (scale, shift) = span_params(tuple(input_shape), axes, inv, shift)
+        self.scale_t, self.shift_t = self.upload(scale), self.upload(shift)
+        self.built = True
+
+    def call(self, inputs, **kwargs):
+        return normalization.scale_shift(inputs, self.scale_t, self.shift_t, self.first, self.span)
+
+
+@register("LayerNormalization")
+class LayerNormalization(Layer):
+    shaders = ("layer_norm.comp",)
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        self.axis = _axes_option(self.option("axis", -1))
+        self.center = bool(self.option("center", True))
+        self.scale = bool(self.option("scale", True))
+        self.rms_scaling = bool(self.option("rms_scaling", False))
+        self.epsilon = float(self.option("epsilon", 1e-3))
+        has_gamma = self.scale or self.rms_scaling
+        has_beta = self.center and not self.rms_scaling
+        self.expect_weights(has_gamma + has_beta)
+        self.has_gamma, self.has_beta = has_gamma, has_beta
+
+    def compute_output_shape(self, input_shape):
+        normalize_axes(self.axis, len(input_shape), f"Layer '{self.name}': axis")
+        return input_shape
+
+    def build(self, input_shape):
+        axes = normalize_axes(self.axis, len(input_shape), f"Layer '{self.name}': axis")
+        size = math.prod(input_shape[a] for a in axes)
+        weights = list(self.weights_np)
+        for w in weights:
+            if w.size != size:
+                raise self.shape_error(f"weight of shape {w.shape} does not fit the normalised axes "
+                                       f"{list(axes)} of input shape {tuple(input_shape)}.")
+        # Keras reshapes gamma / beta (C order) onto the sorted axes: the flat order is the same.
+        self.gamma = self.upload(weights.pop(0).astype(np.float32).reshape(-1)) if self.has_gamma else None
+        self.beta = self.upload(weights.pop(0).astype(np.float32).reshape(-1)) if self.has_beta else None
+        self.built = True
+
+    def call(self, inputs, **kwargs):
+        return normalization.layer_norm(inputs, self.gamma, self.beta, self.axis, self.epsilon,
+                                        self.rms_scaling)

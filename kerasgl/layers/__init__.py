@@ -3,3 +3,13 @@ Importing this package registers every layer family in LAYER_CLASSES."""
 from .base import LAYER_CLASSES, Layer, register  # noqa: F401
 from . import input_layer  # noqa: F401,E402
 from . import op_nodes  # noqa: F401,E402
+from . import core  # noqa: F401,E402
+from . import regularization  # noqa: F401,E402
+from . import advanced_activations  # noqa: F401,E402
+from . import merging  # noqa: F401,E402
+from . import normalization  # noqa: F401,E402
+from . import preprocessing  # noqa: F401,E402
+from . import embedding  # noqa: F401,E402
+from . import convolutional  # noqa: F401,E402
+from . import pooling  # noqa: F401,E402
+from . import reshaping  # noqa: F401,E402

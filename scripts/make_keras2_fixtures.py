@@ -6,7 +6,8 @@ Run under TensorFlow + tf-keras (not the project venv, which has Keras 3 only), 
     /work/venv-tf/bin/pip install tensorflow-cpu tf-keras h5py
     /work/venv-tf/bin/python scripts/make_keras2_fixtures.py
 
-Each model is saved with tf-keras' `model.save("<name>.h5")` (Keras 2 HDF5), next to
+Each model is saved with tf-keras' `model.save("<name>.h5")` (Keras 2 HDF5; two of them also as
+tf-keras' `.keras` zip, whose config is in the Keras 2 dialect), next to
 `<name>.npz` holding:
   input_0, input_1, ...     the inputs fed to model.predict (float32)
   output_0, output_1, ...   what Keras 2 computed for them (model.predict)
@@ -72,10 +73,15 @@ def as_list(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def save_fixture(model, name: str, inputs: list[np.ndarray] | None = None) -> None:
+def save_fixture(model, name: str, inputs: list[np.ndarray] | None = None,
+                 keras_zip_too: bool = False) -> None:
+    """<name>.h5 + <name>.npz; with keras_zip_too also <name>.keras (tf.keras' zip format)."""
     inputs = inputs if inputs is not None else inputs_for(model)
     outputs = as_list(model.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0))
     model.save(os.path.join(OUT, f"{name}.h5"), include_optimizer=False)
+    if keras_zip_too:
+        model.save(os.path.join(OUT, f"{name}.keras"))
+        check_reload(os.path.join(OUT, f"{name}.keras"), inputs, outputs)
     arrays = {f"input_{i}": x for i, x in enumerate(inputs)}
     arrays.update({f"output_{i}": np.asarray(y) for i, y in enumerate(outputs)})
     arrays.update(weight_arrays(model))
@@ -154,7 +160,7 @@ def nested_sequential():
     y = layers.Dense(2, name="head")(y)
     model = keras.Model(x, y, name="outer")
     randomize_batchnorm(model)
-    save_fixture(model, "nested_sequential")
+    save_fixture(model, "nested_sequential", keras_zip_too=True)
 
 
 def hard_sigmoid():
@@ -196,7 +202,7 @@ def rnn_wrappers():
     y = layers.GRU(3, name="gru")(y)
     y = layers.Dense(1, name="out")(y)
     model = keras.Model(x, y, name="rnn")
-    save_fixture(model, "rnn_wrappers")
+    save_fixture(model, "rnn_wrappers", keras_zip_too=True)
 
 
 def tf_op_lambda():

@@ -75,6 +75,9 @@ def check_weight_counts(spec: ModelSpec, source: str, path: str = "") -> None:
             continue
         expected = expected_weight_count(layer.class_name, layer.config)
         if expected is not None and expected != len(layer.weights):
+            # A model saved before it ever saw an input shape has no weights at all.
+            hint = (" (was the model saved before it was built?)"
+                    if not layer.weights and not spec.input_shapes else "")
             raise ModelFileError(f"{source}: layer {where!r} ({layer.class_name}) has "
                                  f"{len(layer.weights)} weight array(s) in the file, but its "
-                                 f"config needs {expected}")
+                                 f"config needs {expected}{hint}")

@@ -9,8 +9,8 @@
 // Weights are packed once at load (kerasgl/ops/conv.py pack_conv_weights) as
 //   [group][cout block][kh][kw][cin of group][COUT_VEC] vec4, each vec4 = 4 consecutive couts,
 // zero-filled past the group's last output channel.
-// INPUT_DILATION > 1 turns this into a transposed convolution: the input is seen with
-// INPUT_DILATION - 1 zeros between its samples (only the real samples are read).
+// INPUT_DIL_H / INPUT_DIL_W > 1 turn this into a transposed convolution: the input is seen with
+// INPUT_DIL - 1 zeros between its samples along that axis (only the real samples are read).
 #include "common.glsl"
 #include "activations.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
@@ -76,10 +76,10 @@ void main() {
             for (int p = 0; p < PIX; ++p) {
                 int iy = row0[p] + kh * DIL_H;
                 int ix = col0[p] + kw * DIL_W;
-#if INPUT_DILATION > 1
-                bool on_sample = iy >= 0 && ix >= 0 && iy % INPUT_DILATION == 0 && ix % INPUT_DILATION == 0;
-                iy /= INPUT_DILATION;
-                ix /= INPUT_DILATION;
+#if INPUT_DIL_H > 1 || INPUT_DIL_W > 1
+                bool on_sample = iy >= 0 && ix >= 0 && iy % INPUT_DIL_H == 0 && ix % INPUT_DIL_W == 0;
+                iy /= INPUT_DIL_H;
+                ix /= INPUT_DIL_W;
 #else
                 bool on_sample = true;
 #endif

@@ -86,7 +86,7 @@ class ConvKernel:
     cout: int
     groups: int
     cout_vec: int
-    input_dilation: int = 1  # > 1: a transposed convolution with this stride
+    input_dilation: tuple = (1, 1)  # > 1: a transposed convolution with these strides
 
     @property
     def cout_pg(self) -> int:
@@ -108,7 +108,7 @@ def choose_cout_vec(cout_pg: int) -> int:
 
 
 def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: Callable,
-              input_dilation: int = 1) -> ConvKernel:
+              input_dilation: tuple = (1, 1)) -> ConvKernel:
     """Pack a Keras Conv2D kernel [kh, kw, cin_pg, cout] (Conv1D: [k, cin_pg, cout]) and bias.
     `upload(array) -> Tensor` puts an array on the GPU (a layer's `upload`, which owns it)."""
     kernel = np.asarray(kernel, dtype=np.float32)
@@ -130,18 +130,18 @@ def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: 
     if bias is not None:
         b[:, :cout_pg] = np.asarray(bias, np.float32).reshape(groups, cout_pg)
     return ConvKernel(upload(np.ascontiguousarray(w).reshape(-1)), upload(b.reshape(-1)),
-                      kh, kw, cin_pg, cout, groups, cout_vec, input_dilation)
+                      kh, kw, cin_pg, cout, groups, cout_vec, tuple(input_dilation))
 
 
 def pack_conv_transpose(kernel: np.ndarray, bias: np.ndarray | None, stride_hw: tuple[int, int],
                         upload: Callable) -> ConvKernel:
     """Pack a Keras Conv2DTranspose kernel [kh, kw, cout, cin] as the equivalent convolution's:
-    flipped in space, in and out swapped. Only equal strides can share one input dilation."""
+    flipped in space, in and out swapped (1D: [k, cout, cin])."""
     kernel = np.asarray(kernel, dtype=np.float32)
-    if stride_hw[0] != stride_hw[1]:
-        raise ShapeError("pack_conv_transpose: the shader dilates both axes by one stride.")
+    if kernel.ndim == 3:
+        kernel = kernel[None]
     flipped = kernel[::-1, ::-1].transpose(0, 1, 3, 2)
-    return pack_conv(flipped, bias, 1, upload, input_dilation=stride_hw[0])
+    return pack_conv(flipped, bias, 1, upload, input_dilation=tuple(stride_hw))
 
 
 def choose_pix(n_pixels: int, blocks: int) -> int:
@@ -171,10 +171,10 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         raise ShapeError(f"conv2d: the kernel expects {kernel.cin_pg * kernel.groups} input channels. "
                          f"Received input shape {list(x.shape)}.")
     (top, bottom), (left, right) = padding
-    s = kernel.input_dilation
+    sh, sw = kernel.input_dilation
     if out_hw is None:
-        dh = (h - 1) * s + 1 + top + bottom
-        dw = (w - 1) * s + 1 + left + right
+        dh = (h - 1) * sh + 1 + top + bottom
+        dw = (w - 1) * sw + 1 + left + right
         out_hw = ((dh - effective_size(kernel.kh, dilation[0])) // strides[0] + 1,
                   (dw - effective_size(kernel.kw, dilation[1])) // strides[1] + 1)
     oh, ow = out_hw
@@ -192,7 +192,8 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         "LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "COUT_VEC": kernel.cout_vec,
         "CIN_VEC4": kernel.cin_pg % 4 == 0 and cin % 4 == 0,
         "KH": kernel.kh, "KW": kernel.kw, "STRIDE_H": strides[0], "STRIDE_W": strides[1],
-        "DIL_H": dilation[0], "DIL_W": dilation[1], "INPUT_DILATION": s, "ACT": activation.function,
+        "DIL_H": dilation[0], "DIL_W": dilation[1], "INPUT_DIL_H": sh, "INPUT_DIL_W": sw,
+        "ACT": activation.function,
     }
     uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": kernel.cout,
                 "cin_pg": kernel.cin_pg, "cout_pg": kernel.cout_pg, "blocks_pg": kernel.blocks_pg,

@@ -1,0 +1,115 @@
+"""Pooling layers: Max/AveragePooling1D/2D and GlobalMax/GlobalAveragePooling1D/2D (keepdims),
+channels-last (channels_first by transposing). 1D pooling runs as 2D over one row."""
+from __future__ import annotations
+
+from ..ops import pool
+from ..tensor import view
+from .base import register
+from .spatial_utils import SpatialLayer, as_rows, from_rows, int_tuple
+
+
+class _Pool(SpatialLayer):
+    shaders = ("pool2d.comp",)
+    mode = "max"
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        r = self.spatial_rank
+        self.pool_size = int_tuple(self.option("pool_size", 2), r, "pool_size")
+        strides = self.option("strides")
+        self.strides = self.pool_size if strides is None else int_tuple(strides, r, "strides")
+        self.padding = str(self.option("padding", "valid")).lower()
+        if self.padding not in ("valid", "same"):
+            raise self.unsupported(f"padding={self.padding!r}")
+
+    def channels_last_shape(self, shape):
+        spatial = tuple(None if size is None else pool.pool_padding(size, p, s, self.padding)[0]
+                        for size, p, s in zip(shape[1:-1], self.pool_size, self.strides))
+        if any(size is not None and size <= 0 for size in spatial):
+            raise self.shape_error(f"pool_size {self.pool_size} does not fit input shape {tuple(shape)}.")
+        return (shape[0],) + spatial + (shape[-1],)
+
+    def channels_last_call(self, x):
+        if self.spatial_rank == 2:
+            return pool.pool2d(x, self.mode, self.pool_size, self.strides, self.padding)
+        rows = as_rows(x)
+        try:
+            return from_rows(pool.pool2d(rows, self.mode, (1,) + self.pool_size, (1,) + self.strides,
+                                         self.padding))
+        finally:
+            rows.dispose()
+
+
+@register("MaxPooling2D", "MaxPool2D")
+class MaxPooling2D(_Pool):
+    spatial_rank, mode = 2, "max"
+
+
+@register("MaxPooling1D", "MaxPool1D")
+class MaxPooling1D(_Pool):
+    spatial_rank, mode = 1, "max"
+
+
+@register("AveragePooling2D", "AvgPool2D")
+class AveragePooling2D(_Pool):
+    spatial_rank, mode = 2, "avg"
+
+
+@register("AveragePooling1D", "AvgPool1D")
+class AveragePooling1D(_Pool):
+    spatial_rank, mode = 1, "avg"
+
+
+class _GlobalPool(SpatialLayer):
+    """Max or mean over every spatial position; keepdims keeps them as size-1 axes, in the
+    layer's own data format."""
+    shaders = ("global_pool.comp",)
+    moves_channels_back = False
+    mode = "max"
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        self.keepdims = bool(self.option("keepdims", False))
+
+    def _kept_shape(self, batch, channels):
+        ones = (1,) * self.spatial_rank
+        if not self.keepdims:
+            return (batch, channels)
+        return (batch, channels) + ones if self.channels_first else (batch,) + ones + (channels,)
+
+    def channels_last_shape(self, shape):
+        return self._kept_shape(shape[0], shape[-1])
+
+    def channels_last_call(self, x):
+        out = pool.global_pool(x, self.mode)
+        shape = self._kept_shape(x.shape[0], x.shape[-1])
+        if shape == out.shape:
+            return out
+        kept = view(out, shape)
+        out.dispose()
+        return kept
+
+
+@register("GlobalMaxPooling2D", "GlobalMaxPool2D")
+class GlobalMaxPooling2D(_GlobalPool):
+    spatial_rank, mode = 2, "max"
+
+
+@register("GlobalMaxPooling1D", "GlobalMaxPool1D")
+class GlobalMaxPooling1D(_GlobalPool):
+    spatial_rank, mode = 1, "max"
+
+
+@register("GlobalAveragePooling2D", "GlobalAvgPool2D")
+class GlobalAveragePooling2D(_GlobalPool):
+    spatial_rank, mode = 2, "avg"
+
+
+@register("GlobalAveragePooling1D", "GlobalAvgPool1D")
+class GlobalAveragePooling1D(_GlobalPool):
+    spatial_rank, mode = 1, "avg"
+
+    def call(self, inputs, mask=None, **kwargs):
+        if mask is not None:
+            raise self.unsupported("a mask (masked GlobalAveragePooling1D)")
+        return super().call(inputs)

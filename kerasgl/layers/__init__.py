@@ -10,3 +10,6 @@ from . import merging  # noqa: F401,E402
 from . import normalization  # noqa: F401,E402
 from . import preprocessing  # noqa: F401,E402
 from . import embedding  # noqa: F401,E402
+from . import convolutional  # noqa: F401,E402
+from . import pooling  # noqa: F401,E402
+from . import reshaping  # noqa: F401,E402

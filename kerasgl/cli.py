@@ -37,20 +37,27 @@ def _read_inputs(path: str, model):
         return arrays[0] if len(arrays) == 1 else arrays
 
 
-def _write_outputs(path: str, model, outputs) -> None:
-    if not isinstance(outputs, list):
-        if path.endswith(".npz"):
-            np.savez(path, **{model.outputs[0].name: outputs})
-        else:
-            np.save(path, outputs)
-        return
+def _named_outputs(model, outputs) -> dict:
+    if isinstance(outputs, dict):
+        return outputs
+    listed = outputs if isinstance(outputs, list) else [outputs]
     names = [spec.name for spec in model.outputs]
     if len(set(names)) != len(names):
         names = [f"output_{i}" for i in range(len(names))]
-    if not path.endswith(".npz"):
-        raise SystemExit(f"kerasgl predict: model '{model.name}' has {len(outputs)} outputs; "
-                         "name the output file *.npz to hold them all.")
-    np.savez(path, **dict(zip(names, outputs)))
+    return dict(zip(names, listed))
+
+
+def _write_outputs(path: str, model, outputs) -> None:
+    if isinstance(outputs, (list, dict)):
+        if not path.endswith(".npz"):
+            raise SystemExit(f"kerasgl predict: model '{model.name}' has {len(outputs)} outputs; "
+                             "name the output file *.npz to hold them all.")
+        np.savez(path, **_named_outputs(model, outputs))
+        return
+    if path.endswith(".npz"):
+        np.savez(path, **_named_outputs(model, outputs))
+    else:
+        np.save(path, outputs)
 
 
 def cmd_predict(args) -> int:
@@ -62,10 +69,9 @@ def cmd_predict(args) -> int:
             _write_outputs(args.output, model, outputs)
             print(f"wrote {args.output}")
         else:
-            listed = outputs if isinstance(outputs, list) else [outputs]
             with np.printoptions(precision=6, suppress=True, threshold=200):
-                for spec, array in zip(model.outputs, listed):
-                    print(f"{spec.name}: shape {array.shape} {array.dtype}")
+                for name, array in _named_outputs(model, outputs).items():
+                    print(f"{name}: shape {array.shape} {array.dtype}")
                     print(array)
     return 0
 

@@ -24,9 +24,12 @@ def _is_single(value) -> bool:
     return isinstance(value, (np.ndarray, Tensor)) or np.isscalar(value)
 
 
-def arrange_inputs(x, specs: list[TensorSpec], model_name: str) -> list:
-    """The inputs as a list in the model's input order (arrays / Tensors, unchecked)."""
+def arrange_inputs(x, specs: list[TensorSpec], model_name: str, keys: list | None = None) -> list:
+    """The inputs as a list in the model's input order (arrays / Tensors, unchecked). A dict is
+    keyed by input name, or by the keys the model was built with (`keys`, for dict inputs)."""
     names = [s.name for s in specs]
+    if isinstance(x, dict) and keys and set(x) == set(keys):
+        return [x[k] for k in keys]
     if isinstance(x, dict):
         missing = [n for n in names if n not in x]
         extra = [k for k in x if k not in names]

@@ -132,6 +132,14 @@ class Graph:
             layer = make_layer(layer_spec, spec.keras_major, problems)
             if layer is not None:
                 made[layer_spec.name] = layer
+            masks = [ref.layer for node in layer_spec.inbound_nodes
+                     for ref in refs_in((node.kwargs or {}).get("mask"))]
+            if masks:
+                # Keras 3 records the mask a layer uses (e.g. NotEqual(tokens, 0) from
+                # Embedding(mask_zero=True)) as an explicit `mask=` argument.
+                problems.append(f"'{layer_spec.name}' ({layer_spec.class_name}): is called with a "
+                                f"mask (from '{masks[0]}') that would change its result; masking "
+                                "is not supported yet.")
         if outermost and problems:
             for layer in made.values():
                 layer.dispose()
@@ -170,12 +178,7 @@ class Graph:
                 kwargs = dict(node_spec.kwargs or {})
                 for key in IGNORED_CALL_KWARGS:
                     kwargs.pop(key, None)
-                if "mask" in kwargs:
-                    if refs_in(kwargs["mask"]):
-                        raise UnsupportedLayerError(
-                            f"Layer '{layer.name}' ({layer.class_name}) is called with an explicit "
-                            "mask tensor; masking is not supported yet.")
-                    kwargs.pop("mask")
+                kwargs.pop("mask", None)      # None here: a mask tensor was refused above
                 args = list(node_spec.args or [])
                 nodes.append(Node(layer, index, args, kwargs, refs_in(args) + refs_in(kwargs)))
         if not spec.inputs or not spec.outputs:

@@ -164,14 +164,14 @@ class Model:
         instead (a name; a list of names; `(name, node_index)` or `(name, node_index,
         tensor_index)` for a layer called several times or with several outputs).
 
-        Returns one array for a single output, else a list; Tensors (owned by the current tidy
-        scope) when any input is a Tensor.
+        Returns one array for a single output, else a list (a dict for a model built with dict
+        outputs); Tensors (owned by the current tidy scope) when any input is a Tensor.
         """
         self._check_alive()
         wanted, single = self._wanted(outputs)
         specs = self.inputs
         values = [check_input(v, s, self.name)
-                  for v, s in zip(arrange_inputs(x, specs, self.name), specs)]
+                  for v, s in zip(arrange_inputs(x, specs, self.name, self._spec.input_keys), specs)]
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise ValueError(f"batch_size must be a positive integer. Received {batch_size!r}.")
         count = batch_count(values, self.name)
@@ -180,6 +180,8 @@ class Model:
         else:
             results = self._predict_arrays(values, wanted, count, batch_size or DEFAULT_BATCH_SIZE,
                                            verbose)
+        if outputs is None and self._spec.output_keys and len(self._spec.output_keys) == len(results):
+            return dict(zip(self._spec.output_keys, results))   # a model built with dict outputs
         return results[0] if single else results
 
     def _wanted(self, outputs) -> tuple[list[TensorRef], bool]:

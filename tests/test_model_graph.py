@@ -230,3 +230,36 @@ def test_several_outputs_list_and_single_output_array(tmp_path):
         out = m.predict(data, verbose=0)
         assert isinstance(out, np.ndarray)
         assert_close(out, as_list(one.predict(data, verbose=0))[0])
+
+
+# -- with the built-in layers ---------------------------------------------------------------------
+layers = keras.layers
+
+
+def test_functional_with_shared_dense_merge_and_nested_sequential(tmp_path):
+    a = keras.Input((6,), name="a")
+    b = keras.Input((6,), name="b")
+    shared = layers.Dense(5, activation="tanh", name="shared_dense")
+    head = keras.Sequential([keras.Input((10,)), layers.Dense(4, activation="relu", name="h1"),
+                             layers.Dense(3, name="h2")], name="head")
+    joined = layers.Concatenate(name="join")([shared(a), shared(b)])
+    out = head(joined)
+    model = keras.Model([a, b], [out, layers.Add(name="sum")([shared(a), shared(b)])], name="dense_graph")
+    assert_matches_keras(model, tmp_path)
+
+
+def test_mask_that_changes_results_is_refused(tmp_path):
+    tokens = keras.Input((5,), dtype="int32", name="tokens")
+    embedded = layers.Embedding(10, 4, mask_zero=True, name="emb")(tokens)
+    # The mask passes through Dense untouched (values unchanged): supported, matches Keras.
+    ok = keras.Model(tokens, layers.Dense(3, name="d")(embedded), name="mask_ok")
+    assert_matches_keras(ok, tmp_path, formats=(".keras",))
+    # Softmax would use it: refused at load rather than answered differently.
+    bad = keras.Model(tokens, layers.Softmax(name="sm")(layers.Dense(3, name="d2")(embedded)),
+                      name="mask_bad")
+    path = os.path.join(tmp_path, "mask_bad.keras")
+    bad.save(path)
+    before = kg.memory().num_tensors
+    with pytest.raises(kg.UnsupportedLayerError, match=r"'sm' \(Softmax\): is called with a mask"):
+        kg.load_model(path)
+    assert kg.memory().num_tensors == before

@@ -188,3 +188,18 @@ def test_predict_prints_progress_with_verbose_1(tmp_path, capsys):
         assert "3/3" in capsys.readouterr().err
         loaded.predict(np.zeros((5, 2), "f4"), batch_size=2)   # auto: stderr is not a terminal
         assert capsys.readouterr().err == ""
+
+
+def test_dict_inputs_and_outputs_by_key(tmp_path):
+    first = keras.Input((2,), name="first_input")
+    second = keras.Input((2,), name="second_input")
+    model = keras.Model({"p": first, "q": second}, {"sum": first + second, "prod": first * second},
+                        name="dicts")
+    path = _save(model, tmp_path, randomize=False)
+    feed = {"p": np.ones((3, 2), "f4"), "q": np.full((3, 2), 2.0, "f4")}
+    expected = model.predict(feed, verbose=0)
+    with kg.load_model(path) as loaded:
+        got = loaded.predict(feed, verbose=0)
+        assert isinstance(got, dict) and set(got) == set(expected)
+        for key in expected:
+            assert_close(got[key], expected[key])

@@ -36,8 +36,7 @@ def load_model_from_json(architecture, weights_path) -> "Model":
     """A model from `model.to_json()` output (a JSON string or a path to it) plus a weights file
     (`model.save_weights()`)."""
     from . import saving
-    spec = saving.read_architecture_json(architecture)
-    saving.load_weights_into(spec, weights_path)
+    spec = saving.load_weights_into(saving.read_architecture_json(architecture), weights_path)
     return Model.from_spec(spec)
 
 

@@ -203,3 +203,14 @@ def test_dict_inputs_and_outputs_by_key(tmp_path):
         assert isinstance(got, dict) and set(got) == set(expected)
         for key in expected:
             assert_close(got[key], expected[key])
+
+
+def test_architecture_json_plus_weights(tmp_path):
+    x = keras.Input((4,), name="x")
+    model = keras.Model(x, Scale(name="s")(x) * 3.0, name="from_json")
+    randomize_weights(model)
+    weights = os.path.join(tmp_path, "from_json.weights.h5")
+    model.save_weights(weights)
+    data = np.random.default_rng(3).standard_normal((2, 4)).astype("f4")
+    with kg.load_model_from_json(model.to_json(), weights) as loaded:
+        assert_close(loaded.predict(data, verbose=0), model.predict(data, verbose=0))

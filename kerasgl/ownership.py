@@ -14,7 +14,6 @@ import functools
 import inspect
 import os
 import sys
-import traceback
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field

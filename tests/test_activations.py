@@ -80,3 +80,17 @@ def test_activation_layers(layer, tmp_path):
 def test_prelu(shape, shared_axes, tmp_path):
     model = keras.Sequential([keras.Input(shape), L.PReLU(shared_axes=shared_axes)], name="prelu")
     assert_matches_keras(model, tmp_path)
+
+
+def test_keras2_file_uses_keras2_hard_sigmoid():
+    # Written by tf-keras (scripts/make_keras2_fixtures.py) with its outputs; Keras 2's
+    # hard_sigmoid is clip(0.2 x + 0.5, 0, 1), not Keras 3's relu6(x + 3) / 6.
+    import os
+    data_dir = os.path.join(os.path.dirname(__file__), "data", "keras2")
+    data = np.load(os.path.join(data_dir, "hard_sigmoid.npz"))
+    with kg.load_model(os.path.join(data_dir, "hard_sigmoid.h5")) as model:
+        outputs = model.predict(data["input_0"], verbose=0)
+    outputs = outputs if isinstance(outputs, list) else [outputs]
+    assert len(outputs) == 2
+    for i, actual in enumerate(outputs):
+        np.testing.assert_allclose(actual, data[f"output_{i}"], atol=1e-4, rtol=1e-4)

@@ -51,7 +51,7 @@ def reference(case):
 
 
 def run_case(case):
-    path = os.path.join(DATA, "h5", case["h5"])
+    path = os.path.join(DATA, case["h5"])  # "h5/<id>.h5"
     inputs = arrays(case["inputs"])
     with kg.load_model(path) as model:
         outputs = model.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0)

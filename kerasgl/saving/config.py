@@ -47,7 +47,7 @@ from typing import Any
 
 from ..errors import ModelFileError
 from . import nodes
-from .spec import LayerSpec, ModelSpec, NodeSpec, TensorRef
+from .spec import LayerSpec, ModelSpec, TensorRef
 
 MODEL_CLASSES = {"Sequential", "Functional", "Model"}
 OP_MODULE_PREFIX = "keras.src.ops"
@@ -129,10 +129,12 @@ def normalize_activation(value):
 
 
 def _looks_like_layer(value) -> bool:
-    """A serialized layer (as opposed to an initializer/regularizer/constraint/dtype policy)."""
-    config = value.get("config") if isinstance(value, dict) else None
-    return (isinstance(value.get("class_name") if isinstance(value, dict) else None, str)
-            and isinstance(config, dict) and "name" in config
+    """A serialized layer (as opposed to an initializer/regularizer/constraint/dtype policy):
+    every layer config has a name plus trainable/dtype, which those other objects lack."""
+    if not isinstance(value, dict) or not isinstance(value.get("class_name"), str):
+        return False
+    config = value.get("config")
+    return (isinstance(config, dict) and "name" in config
             and ("trainable" in config or "dtype" in config))
 
 

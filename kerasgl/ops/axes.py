@@ -65,24 +65,6 @@ def group_uniforms(kept, reduced) -> dict:
     }
 
 
-def fit_array_uniforms(shader: str, defines: dict, uniforms: dict) -> dict:
-    """Trim tuple-valued uniforms to the array length the compiler kept: GLSL compilers shrink
-    an array uniform to the elements the code can reach (e.g. red_sizes[0] only, with one reduced
-    group), and moderngl then wants a value of exactly that length."""
-    from .. import shaders
-    program = shaders.program(shader, defines)
-    fitted = {}
-    for key, value in uniforms.items():
-        member = program.get(key, None)
-        if member is None:
-            continue
-        if isinstance(value, tuple):
-            length = getattr(member, "array_length", len(value))
-            value = value[0] if length == 1 else value[:length]
-        fitted[key] = value
-    return fitted
-
-
 def run_grouped(shader: str, kept, reduced, *, defines: dict, buffers, uniforms: dict) -> None:
     """Dispatch a shader built on axis_groups.glsl: one invocation per kept position."""
     from . import dispatch
@@ -90,5 +72,5 @@ def run_grouped(shader: str, kept, reduced, *, defines: dict, buffers, uniforms:
     n_outer = math.prod(s for s, _ in kept)
     uniforms = {"n_outer": n_outer, **uniforms, **group_uniforms(kept, reduced)}
     dispatch.run(shader, defines=defines, buffers=buffers,
-                 uniforms=fit_array_uniforms(shader, defines, uniforms),
+                 uniforms=uniforms,
                  groups=dispatch.groups_for(n_outer))

@@ -26,7 +26,9 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), unifor
 
     buffers: sequence of tensors (or moderngl buffers) bound as SSBOs 0, 1, 2, ... in order.
     images: sequence of (unit, moderngl texture, read, write, format) bound as image units.
-    uniforms: name -> value; names the compiler optimised away are ignored.
+    uniforms: name -> value; names the compiler optimised away are ignored, and tuple values
+        for array uniforms are cut to the length the compiler kept (GLSL compilers shrink an
+        array to the elements the code can reach, and moderngl wants exactly that length).
     """
     program = shaders.program(name, defines)
     for binding, buf in enumerate(buffers):
@@ -37,8 +39,13 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), unifor
     if uniforms:
         for key, value in uniforms.items():
             member = program.get(key, None)
-            if member is not None:
-                member.value = value
+            if member is None:
+                continue
+            if isinstance(value, tuple):
+                kept = member.array_length * member.dimension
+                if len(value) > kept:
+                    value = value[0] if kept == 1 else value[:kept]
+            member.value = value
     program.run(*groups)
     # Later dispatches and reads must see these writes.
     context.get_context().memory_barrier()

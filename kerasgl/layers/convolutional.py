@@ -161,7 +161,6 @@ class DepthwiseConv2D(_Depthwise):
 @register("DepthwiseConv1D")
 class DepthwiseConv1D(_Depthwise):
     spatial_rank = 1
-    paddings = ("valid", "same", "causal")
 
 
 class _Separable(_ConvBase):

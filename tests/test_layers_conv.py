@@ -1,0 +1,213 @@
+"""Convolution layers against Keras 3 (.keras and .h5): Conv1D/2D, DepthwiseConv1D/2D,
+SeparableConv1D/2D, Conv1D/2DTranspose over grids of kernel sizes, strides, paddings, dilations,
+groups, depth multipliers, activations and odd input sizes; direct construction from a LayerSpec;
+unsupported options and bad shapes."""
+import numpy as np
+import pytest
+from keras_ref import assert_close, assert_matches_keras, keras
+from spatial_helpers import F, assert_branches_match_keras
+
+import kerasgl as kg
+from kerasgl.layers.convolutional import Conv2D, DepthwiseConv2D, SeparableConv1D
+from kerasgl.saving.spec import LayerSpec
+
+L = keras.layers
+
+
+# Channels 6 (scalar input path) and 8 (vec4 input path); odd spatial sizes.
+@pytest.mark.parametrize("channels", [6, 8])
+def test_conv2d_grid(channels, tmp_path):
+    layers = [
+        F.Conv2D(5, 3, name="k3_valid"),
+        F.Conv2D(8, 3, padding="same", activation="relu", name="k3_same_relu"),
+        F.Conv2D(7, (2, 5), strides=(2, 1), padding="same", name="k2x5_s2x1_same"),
+        F.Conv2D(4, 3, strides=2, padding="valid", use_bias=False, name="k3_s2_nobias"),
+        F.Conv2D(6, 3, dilation_rate=2, padding="same", activation="tanh", name="k3_d2_same"),
+        F.Conv2D(3, (3, 2), dilation_rate=(1, 3), name="k3x2_d1x3"),
+        F.Conv2D(9, 1, activation="gelu", name="k1"),
+        F.Conv2D(6, 3, groups=2, padding="same", name="g2"),
+        F.Conv2D(12, 3, groups=channels // 2, strides=2, activation="sigmoid", name="g_half"),
+        F.Conv2D(5, 3, padding="same", activation="softmax", name="softmax"),
+        F.Conv2D(4, 4, strides=3, padding="same", activation="leaky_relu", name="k4_s3_same"),
+    ]
+    assert_branches_match_keras(tmp_path, (9, 7, channels), layers, f"conv2d_c{channels}")
+
+
+def test_conv2d_large_tiles(tmp_path):
+    """Enough pixels and channels for 16-pixel x 32-channel tiles, padded channel blocks (40 = 32 + 8)
+    and grouped blocks."""
+    layers = [F.Conv2D(40, 3, padding="same", activation="relu6", name="c40"),
+              F.Conv2D(64, 1, name="c64_1x1"),
+              F.Conv2D(48, 3, strides=2, groups=4, name="g4"),
+              F.Conv2D(33, 3, dilation_rate=2, name="c33_d2")]
+    assert_branches_match_keras(tmp_path, (21, 19, 32), layers, "conv2d_large")
+
+
+def test_conv2d_first_layer_rgb(tmp_path):
+    model = keras.Sequential([keras.Input((33, 31, 3)),
+                              F.Conv2D(16, 3, strides=2, padding="same", activation="swish")],
+                             name="conv_rgb")
+    assert_matches_keras(model, tmp_path, inputs=[np.random.default_rng(2).uniform(
+        -1, 1, (3, 33, 31, 3)).astype("float32")])
+
+
+@pytest.mark.parametrize("channels", [5, 8])
+def test_conv1d_grid(channels, tmp_path):
+    layers = [
+        F.Conv1D(4, 3, name="k3_valid"),
+        F.Conv1D(6, 3, padding="causal", name="causal"),
+        F.Conv1D(5, 2, padding="causal", dilation_rate=3, activation="relu", name="causal_d3"),
+        F.Conv1D(7, 4, strides=2, padding="same", name="k4_s2_same"),
+        F.Conv1D(3, 5, strides=3, use_bias=False, name="k5_s3"),
+        F.Conv1D(6, 3, dilation_rate=2, padding="same", activation="elu", name="d2_same"),
+        F.Conv1D(channels * 2, 3, groups=channels, name="depthwise_groups"),
+        F.Conv1D(4, 3, padding="same", activation="softmax", name="softmax"),
+    ]
+    assert_branches_match_keras(tmp_path, (13, channels), layers, f"conv1d_c{channels}")
+
+
+@pytest.mark.parametrize("channels", [5, 8])
+def test_depthwise_conv2d_grid(channels, tmp_path):
+    layers = [
+        F.DepthwiseConv2D(3, name="k3"),
+        F.DepthwiseConv2D(3, padding="same", activation="relu6", name="same_relu6"),
+        F.DepthwiseConv2D(3, strides=2, padding="same", name="s2_same"),
+        F.DepthwiseConv2D((2, 4), strides=(1, 2), depth_multiplier=2, name="k2x4_m2"),
+        F.DepthwiseConv2D(3, dilation_rate=2, padding="same", depth_multiplier=3, name="d2_m3"),
+        F.DepthwiseConv2D(5, padding="same", use_bias=False, name="k5_nobias"),
+        F.DepthwiseConv2D(3, padding="same", activation="softmax", name="softmax"),
+    ]
+    assert_branches_match_keras(tmp_path, (11, 9, channels), layers, f"depthwise_c{channels}")
+
+
+def test_depthwise_conv1d_grid(tmp_path):
+    layers = [F.DepthwiseConv1D(3, name="k3"),
+              F.DepthwiseConv1D(3, strides=2, padding="same", depth_multiplier=2, name="s2_m2"),
+              F.DepthwiseConv1D(2, dilation_rate=2, name="d2")]
+    assert_branches_match_keras(tmp_path, (12, 6), layers, "depthwise1d")
+
+
+def test_separable_conv_grid(tmp_path):
+    layers = [F.SeparableConv2D(6, 3, name="k3"),
+              F.SeparableConv2D(9, 3, strides=2, padding="same", depth_multiplier=2,
+                                activation="relu", name="s2_m2"),
+              F.SeparableConv2D(4, (3, 2), dilation_rate=2, use_bias=False, name="d2_nobias"),
+              F.SeparableConv2D(5, 3, padding="same", activation="softmax", name="softmax")]
+    assert_branches_match_keras(tmp_path, (10, 9, 7), layers, "separable2d")
+    layers = [F.SeparableConv1D(6, 3, name="k3"),
+              F.SeparableConv1D(5, 3, strides=2, padding="same", depth_multiplier=3, name="s2_m3"),
+              F.SeparableConv1D(4, 2, padding="same", dilation_rate=2, activation="tanh",
+                                name="d2_same")]
+    assert_branches_match_keras(tmp_path, (11, 4), layers, "separable1d")
+
+
+def test_conv_transpose_grid(tmp_path):
+    layers = [
+        F.Conv2DTranspose(5, 3, name="k3_valid"),
+        F.Conv2DTranspose(4, 3, strides=2, padding="same", activation="relu", name="k3_s2_same"),
+        F.Conv2DTranspose(3, 4, strides=2, padding="same", name="k4_s2_same"),
+        F.Conv2DTranspose(6, 3, strides=(2, 3), padding="valid", name="s2x3_valid"),
+        F.Conv2DTranspose(3, 2, strides=3, name="k2_s3_valid"),
+        F.Conv2DTranspose(4, 3, strides=2, padding="valid", output_padding=1, name="outpad1_valid"),
+        F.Conv2DTranspose(4, 3, strides=2, padding="same", output_padding=(0, 1), name="outpad_same"),
+        F.Conv2DTranspose(5, 3, dilation_rate=2, padding="same", use_bias=False, name="d2"),
+        F.Conv2DTranspose(4, 3, strides=2, padding="same", activation="softmax", name="softmax"),
+    ]
+    assert_branches_match_keras(tmp_path, (5, 6, 8), layers, "conv2d_transpose")
+    layers = [F.Conv1DTranspose(4, 3, strides=2, padding="same", name="s2_same"),
+              F.Conv1DTranspose(3, 5, strides=3, name="k5_s3_valid"),
+              F.Conv1DTranspose(5, 3, strides=2, output_padding=1, name="outpad")]
+    assert_branches_match_keras(tmp_path, (7, 3), layers, "conv1d_transpose")
+
+
+def test_conv_channels_first(tmp_path):
+    layers = [F.Conv2D(4, 3, data_format="channels_first", name="conv"),
+              F.Conv2D(5, 3, padding="same", data_format="channels_first", activation="softmax",
+                       name="conv_softmax"),
+              F.DepthwiseConv2D(3, depth_multiplier=2, data_format="channels_first", name="dw"),
+              F.Conv2DTranspose(3, 3, strides=2, data_format="channels_first", name="transpose")]
+    assert_branches_match_keras(tmp_path, (3, 7, 6), layers, "conv_channels_first")
+
+
+def test_conv_stack_with_texture_input():
+    """A conv from a spec on a texture-stored input returns a texture, with Keras's numbers."""
+    layer = F.Conv2D(8, 3, padding="same", activation="relu")
+    x = np.random.default_rng(5).uniform(-1, 1, (2, 6, 5, 4)).astype("float32")
+    layer.build(x.shape)
+    rng = np.random.default_rng(6)
+    layer.set_weights([rng.uniform(-1, 1, w.shape).astype("float32") for w in layer.get_weights()])
+    expected = np.asarray(layer(x))
+    ours = Conv2D(LayerSpec("Conv2D", layer.name, layer.get_config(), weights=layer.get_weights()), 3)
+    ours.build((None, 6, 5, 4))
+    try:
+        with kg.tidy():
+            y = ours.call(kg.tensor(x, storage="texture"))
+            assert y.storage == "texture"
+            assert_close(y.numpy(), expected)
+    finally:
+        ours.dispose()
+
+
+def _spec(layer, shape):
+    layer.build(shape)
+    return LayerSpec(type(layer).__name__, layer.name, layer.get_config(), weights=layer.get_weights())
+
+
+def test_unsupported_and_bad_shapes():
+    spec = _spec(F.Conv2D(4, 3), (None, 8, 8, 3))
+    spec.config["padding"] = "causal"
+    with pytest.raises(kg.UnsupportedLayerError, match="padding='causal'"):
+        Conv2D(spec, 3)
+    spec = _spec(F.Conv2D(4, 3), (None, 8, 8, 3))
+    spec.config["activation"] = "no_such_activation"
+    with pytest.raises(kg.UnsupportedLayerError, match="no_such_activation"):
+        Conv2D(spec, 3)
+    layer = Conv2D(_spec(F.Conv2D(4, 3), (None, 8, 8, 3)), 3)
+    with pytest.raises(kg.ShapeError, match="expects 3 input channels. Received 5"):
+        layer.compute_output_shape((None, 8, 8, 5))
+    with pytest.raises(kg.ShapeError, match="rank 4"):
+        layer.compute_output_shape((None, 8, 3))
+    dw = DepthwiseConv2D(_spec(F.DepthwiseConv2D(3), (None, 8, 8, 3)), 3)
+    dw.build((None, 8, 8, 3))
+    try:
+        with kg.tidy():
+            with pytest.raises(kg.ShapeError, match="does not fit"):
+                dw.call(kg.zeros((1, 2, 2, 3)))
+    finally:
+        dw.dispose()
+
+
+def test_weights_packed_once_and_no_leaks_across_calls():
+    """Calls allocate only their output: the weights are uploaded at build, not per call."""
+    layer = Conv2D(_spec(F.Conv2D(8, 3, padding="same"), (None, 6, 6, 4)), 3)
+    layer.build((None, 6, 6, 4))
+    try:
+        x = kg.ones((1, 6, 6, 4))
+        before = kg.memory().num_tensors
+        for _ in range(3):
+            layer.call(x).dispose()
+        assert kg.memory().num_tensors == before
+        x.dispose()
+    finally:
+        layer.dispose()
+
+
+def test_separable_conv1d_causal_from_keras2_config():
+    """Keras 2 allowed padding="causal" in SeparableConv1D (Keras 3 refuses it): it must equal
+    left zero padding of (kernel - 1) * dilation followed by a "valid" convolution."""
+    layer = F.SeparableConv1D(5, 3, dilation_rate=2, depth_multiplier=2, activation="relu")
+    x = np.random.default_rng(7).uniform(-1, 1, (2, 9, 4)).astype("float32")
+    layer.build((None, 13, 4))
+    rng = np.random.default_rng(8)
+    layer.set_weights([rng.uniform(-1, 1, w.shape).astype("float32") for w in layer.get_weights()])
+    expected = np.asarray(layer(np.pad(x, ((0, 0), (4, 0), (0, 0)))))
+    config = dict(layer.get_config(), padding="causal")
+    ours = SeparableConv1D(LayerSpec("SeparableConv1D", layer.name, config,
+                                     weights=layer.get_weights()), 2)
+    assert ours.compute_output_shape((None, 9, 4)) == (None, 9, 5)
+    ours.build((None, 9, 4))
+    try:
+        with kg.tidy():
+            assert_close(ours.call(kg.tensor(x)).numpy(), expected)
+    finally:
+        ours.dispose()

@@ -219,11 +219,13 @@ def _is_op_node(entry: dict, keras_major: int) -> bool:
     module = entry.get("module")
     if module:
         return module.startswith(OP_MODULE_PREFIX) or module.startswith("keras.ops")
-    # Legacy .h5 files of Keras 3 drop modules; every Layer config (but InputLayer's) has
-    # "trainable", an op's config never does.
+    # Legacy .h5 files of Keras 3 drop modules. A Layer config always has "dtype" (its dtype
+    # policy) and usually "trainable" (SpatialDropout's lacks it); an op's config has neither
+    # (an op that takes a dtype argument, such as cast, then reads as an unknown layer: refused
+    # at load, never run wrongly).
     config = entry.get("config")
     return (keras_major == 3 and entry.get("class_name") != "InputLayer"
-            and isinstance(config, dict) and "trainable" not in config)
+            and isinstance(config, dict) and "trainable" not in config and "dtype" not in config)
 
 
 def _entry_config(entry: dict) -> dict | list:

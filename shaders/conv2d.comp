@@ -3,8 +3,10 @@
 //
 // Each invocation computes PIX output pixels x (4 * COUT_VEC) output channels of one group, so every
 // input value it loads feeds 4 * COUT_VEC multiply-adds and every weight vec4 feeds PIX pixels.
-// The output-channel block comes from gl_WorkGroupID.z: it is the same for the whole work group, so
-// llvmpipe loads each weight once per SIMD batch instead of gathering it lane by lane.
+// llvmpipe gathers SSBO loads lane by lane (loads inside loops get no uniform fast path), so loads,
+// not arithmetic, bound this kernel: large tiles are what makes it fast. Output-channel blocks vary
+// fastest across invocations, so neighbouring lanes read the same input pixels (cache-friendly)
+// and small images with many channels still fill the SIMD lanes.
 //
 // Weights are packed once at load (kerasgl/ops/conv.py pack_conv_weights) as
 //   [group][cout block][kh][kw][cin of group][COUT_VEC] vec4, each vec4 = 4 consecutive couts,
@@ -36,11 +38,14 @@ uniform int blocks_pg;  // output-channel blocks (of 4 * COUT_VEC) per group
 uniform int pad_top;
 uniform int pad_left;
 uniform uint n_pixels;  // batch * out_h * out_w
+uniform uint n_blocks;  // groups * blocks_pg
+uniform uint n_work;    // ceil(n_pixels / PIX) * n_blocks
 
 void main() {
-    uint first = linear_index() * uint(PIX);
-    if (first >= n_pixels) return;
-    int block = int(gl_WorkGroupID.z);
+    uint work = linear_index();
+    if (work >= n_work) return;
+    int block = int(work % n_blocks);
+    uint first = (work / n_blocks) * uint(PIX);
     int group = block / blocks_pg;
     int cout_in_group = (block - group * blocks_pg) * (4 * COUT_VEC);
 

@@ -145,13 +145,15 @@ def pack_conv_transpose(kernel: np.ndarray, bias: np.ndarray | None, stride_hw: 
 
 
 def choose_pix(n_pixels: int, blocks: int) -> int:
-    """Output pixels per invocation. llvmpipe gathers every SSBO load lane by lane (loads inside
-    loops get no uniform fast path), so the kernel is bound by loads: a tile of PIX pixels x
-    4*COUT_VEC channels does 16*PIX*COUT_VEC multiply-adds per PIX + 4*COUT_VEC vec4 loads.
-    Measured on 56x56x64->64 3x3: 4x16 tile 8 GFLOP/s, 16x32 tile 16. Keep at least two work
-    groups' worth of invocations so both CPU threads get work."""
+    """Output pixels per invocation. llvmpipe gathers every SSBO load lane by lane, so the kernel
+    is bound by loads: a tile of PIX pixels x 4*COUT_VEC channels does 16*PIX*COUT_VEC
+    multiply-adds per PIX + 4*COUT_VEC vec4 loads. Measured on 56x56x64->64 3x3: 4x16 tiles
+    8 GFLOP/s, 8x32 27, 16x32 28-34, 32x32 17-21 (spills). Smaller tiles where the last tile of
+    pixels would be mostly padding, or where too few invocations would be left to share out over
+    the CPU threads' SIMD lanes."""
     for pix in (16, 8, 4, 2):
-        if math.ceil(n_pixels / pix) * blocks >= 2 * LOCAL_SIZE:
+        tiles = math.ceil(n_pixels / pix)
+        if tiles * pix <= 1.15 * n_pixels and tiles * blocks >= 2 * LOCAL_SIZE:
             return pix
     return 1
 
@@ -187,7 +189,7 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     n_pixels = n * oh * ow
     blocks = kernel.groups * kernel.blocks_pg
     pix = choose_pix(n_pixels, blocks)
-    gx, gy, _ = dispatch.groups_for(math.ceil(n_pixels / pix), LOCAL_SIZE)
+    n_work = math.ceil(n_pixels / pix) * blocks
     defines = {
         "LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "COUT_VEC": kernel.cout_vec,
         "CIN_VEC4": kernel.cin_pg % 4 == 0 and cin % 4 == 0,
@@ -198,9 +200,9 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": kernel.cout,
                 "cin_pg": kernel.cin_pg, "cout_pg": kernel.cout_pg, "blocks_pg": kernel.blocks_pg,
                 "pad_top": top, "pad_left": left, "n_pixels": n_pixels,
-                **{f"act_p{i}": float(v) for i, v in enumerate(activation.params)}}
+                "n_blocks": blocks, "n_work": n_work, **{f"act_p{i}": float(v) for i, v in enumerate(activation.params)}}
     dispatch.run("conv2d.comp", defines=defines, buffers=[x, kernel.weights, kernel.bias, out],
-                 uniforms=uniforms, groups=(gx, gy, blocks))
+                 uniforms=uniforms, groups=dispatch.groups_for(n_work, LOCAL_SIZE))
     return out
 
 

@@ -43,6 +43,21 @@ def test_conv2d_large_tiles(tmp_path):
     assert_branches_match_keras(tmp_path, (21, 19, 32), layers, "conv2d_large")
 
 
+def test_wide_tiles_on_larger_images(tmp_path):
+    """Images large enough for the widest tiles: 16-pixel conv tiles and 16/8/4-pixel depthwise row
+    tiles, with partial last tiles (37 columns, 2220 pixels)."""
+    layers = [F.Conv2D(32, 3, padding="same", activation="relu", name="conv_pix16"),
+              F.Conv2D(20, 1, name="conv1x1"),
+              F.DepthwiseConv2D(3, padding="same", name="dw_row8"),
+              F.DepthwiseConv2D(3, strides=2, padding="same", activation="relu6", name="dw_s2"),
+              F.DepthwiseConv2D(5, padding="same", depth_multiplier=2, name="dw_k5_m2"),
+              F.SeparableConv2D(24, 3, padding="same", name="separable")]
+    assert_branches_match_keras(tmp_path, (30, 37, 16), layers, "wide_tiles")
+    layers = [F.DepthwiseConv2D(3, padding="same", name="dw_row16"),
+              F.DepthwiseConv2D(3, dilation_rate=2, padding="same", name="dw_d2")]
+    assert_branches_match_keras(tmp_path, (9, 32, 8), layers, "wide_rows")
+
+
 def test_conv2d_first_layer_rgb(tmp_path):
     model = keras.Sequential([keras.Input((33, 31, 3)),
                               F.Conv2D(16, 3, strides=2, padding="same", activation="swish")],

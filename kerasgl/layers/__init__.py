@@ -13,3 +13,4 @@ from . import embedding  # noqa: F401,E402
 from . import convolutional  # noqa: F401,E402
 from . import pooling  # noqa: F401,E402
 from . import reshaping  # noqa: F401,E402
+from . import recurrent  # noqa: F401,E402

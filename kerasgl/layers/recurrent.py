@@ -1,0 +1,260 @@
+"""Recurrent layers: SimpleRNN, LSTM, GRU, and RNN over SimpleRNNCell / LSTMCell / GRUCell /
+StackedRNNCells (or a list of cells).
+
+Each cell runs as one input-projection matmul plus one recurrence dispatch (ops/rnn.py). Stacked
+cells run one after the other over the whole sequence, which gives Keras's step-by-step result:
+cell k at step t depends only on cell k-1 at step t and on its own state.
+
+Semantics follow Keras 3 (keras/src/backend/jax/rnn.py): a masked step keeps every state and
+repeats the previous output (the current h; zeros before the first kept step when unroll=True,
+and in Keras 2 files, whose tf.keras loop starts from a zero output); `zero_output_for_mask`
+outputs zeros instead. go_backwards outputs sequences in processing order. `stateful=True` keeps
+the final states on the GPU between calls until `reset_states()`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import ownership
+from ..errors import ModelFileError
+from ..ops import layout, rnn
+from ..tensor import view
+from . import activations
+from .base import Layer, register
+
+_CELL_KINDS = {"SimpleRNN": "simple", "SimpleRNNCell": "simple", "LSTM": "lstm",
+               "LSTMCell": "lstm", "GRU": "gru", "GRUCell": "gru"}
+_DEFAULT_REC_ACTIVATION = {2: "hard_sigmoid", 3: "sigmoid"}
+
+
+@dataclass
+class Cell:
+    """One cell's configuration and weights (numpy until the layer is built)."""
+    kind: str                   # as ops/rnn.py names it
+    units: int
+    activation: tuple           # (GLSL function, params)
+    recurrent_activation: tuple
+    weights: list
+    gpu: dict | None = None
+
+    @property
+    def state_count(self) -> int:
+        return 2 if self.kind == "lstm" else 1
+
+
+def _pointwise(value, keras_major, where) -> tuple:
+    fn = activations.pointwise(value, keras_major, where)
+    if fn is None:
+        from ..errors import UnsupportedLayerError
+        raise UnsupportedLayerError(f"{where}: activation {activations.activation_name(value)!r} "
+                                    "inside a recurrent cell is not supported.")
+    return (fn.function, fn.params)
+
+
+def make_cell(class_name: str, config: dict, weights: list, keras_major: int, where: str) -> Cell:
+    """A Cell from a layer or cell config; `weights` must start with its arrays (the rest is
+    ignored: the caller slices by `cell_weight_count`)."""
+    kind = _CELL_KINDS[class_name]
+    units = int(config["units"])
+    if kind == "gru" and not config.get("reset_after", keras_major == 3):
+        kind = "gru_reset_before"
+    activation = _pointwise(config.get("activation", "tanh"), keras_major, where)
+    recurrent = (_pointwise(config.get("recurrent_activation",
+                                       _DEFAULT_REC_ACTIVATION[keras_major]), keras_major, where)
+                 if kind != "simple" else ("act_linear", ()))
+    count = cell_weight_count(config)
+    if len(weights) < count:
+        raise ModelFileError(f"{where}: a {class_name} of {units} units needs {count} weight "
+                             f"arrays, the file has {len(weights)}.")
+    return Cell(kind, units, activation, recurrent, list(weights[:count]))
+
+
+def cell_weight_count(config: dict) -> int:
+    return 3 if config.get("use_bias", True) else 2
+
+
+def cells_from_rnn_config(cell_value, weights: list, keras_major: int, where: str) -> list[Cell]:
+    """The cells of an RNN layer's "cell" config: one cell, StackedRNNCells, or a list."""
+    if isinstance(cell_value, list):
+        entries = cell_value
+    elif isinstance(cell_value, dict) and cell_value.get("class_name") == "StackedRNNCells":
+        entries = cell_value.get("config", {}).get("cells", [])
+    else:
+        entries = [cell_value]
+    cells, offset = [], 0
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("class_name") not in _CELL_KINDS:
+            name = entry.get("class_name") if isinstance(entry, dict) else entry
+            from ..errors import UnsupportedLayerError
+            raise UnsupportedLayerError(f"{where}: RNN cell {name!r} is not supported (kerasgl runs "
+                                        "SimpleRNNCell, LSTMCell, GRUCell and StackedRNNCells).")
+        cell = make_cell(entry["class_name"], entry.get("config", {}), weights[offset:],
+                         keras_major, where)
+        offset += len(cell.weights)
+        cells.append(cell)
+    if offset != len(weights):
+        raise ModelFileError(f"{where}: the cells take {offset} weight arrays, the file has "
+                             f"{len(weights)}.")
+    return cells
+
+
+def _flatten(value) -> list:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _flatten(item)]
+    return [value]
+
+
+class Recurrent(Layer):
+    """The RNN layer's machinery, shared by SimpleRNN, LSTM, GRU and RNN."""
+    shaders = ("matmul.comp", "rnn_recurrence.comp")
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        where = f"Layer '{self.name}' ({self.class_name})"
+        self.cells = self.make_cells(where)
+        self.return_sequences = bool(self.option("return_sequences", False))
+        self.return_state = bool(self.option("return_state", False))
+        self.go_backwards = bool(self.option("go_backwards", False))
+        self.stateful = bool(self.option("stateful", False))
+        self.unroll = bool(self.option("unroll", False))
+        self.time_major = bool(self.option("time_major", False))
+        # Bidirectional sets this to return_sequences on its inner layers, as Keras does.
+        self.zero_output_for_mask = bool(self.option("zero_output_for_mask", False))
+        if self.stateful and self.time_major:
+            raise self.unsupported("stateful=True with time_major=True")
+        self._states: list | None = None      # stateful: the carried states (kept tensors)
+
+    def make_cells(self, where) -> list[Cell]:
+        return [make_cell(self.class_name, self.config, self.weights_np, self.keras_major, where)]
+
+    # -- shapes ------------------------------------------------------------------------------------
+    @property
+    def units(self) -> int:
+        return self.cells[-1].units
+
+    def state_shapes(self, batch) -> list[tuple]:
+        return [(batch, cell.units) for cell in self.cells for _ in range(cell.state_count)]
+
+    def compute_output_shape(self, input_shape, *rest):
+        if input_shape and not isinstance(input_shape[0], (int, type(None))):
+            input_shape = input_shape[0]       # Keras 2: [sequences, *initial_states]
+        if len(input_shape) != 3:
+            raise self.shape_error(f"expects inputs of rank 3 (batch, time, features). Received "
+                                   f"input shape {tuple(input_shape)}.")
+        if self.time_major:
+            steps, batch = input_shape[0], input_shape[1]
+        else:
+            batch, steps = input_shape[0], input_shape[1]
+        features = self.cells[0].weights[0].shape[0]
+        if input_shape[2] is not None and input_shape[2] != features:
+            raise self.shape_error(f"expects the last input dimension to be {features}. Received "
+                                   f"input shape {tuple(input_shape)}.")
+        if self.return_sequences:
+            output = (steps, batch, self.units) if self.time_major else (batch, steps, self.units)
+        else:
+            output = (batch, self.units)
+        if self.return_state:
+            return [output] + self.state_shapes(batch)
+        return output
+
+    def build(self, input_shape, *rest):
+        for cell in self.cells:
+            packed = rnn.pack_cell(cell.kind, cell.units, *cell.weights)
+            cell.gpu = rnn.upload_cell(packed, self.upload)
+        self.built = True
+
+    # -- running -----------------------------------------------------------------------------------
+    def call(self, sequences, initial_state=None, mask=None, training=None, **kwargs):
+        if isinstance(sequences, (list, tuple)):
+            sequences, initial_state = sequences[0], list(sequences[1:]) or initial_state
+        states_in = _flatten(initial_state)
+        if states_in and len(states_in) != len(self.state_shapes(None)):
+            raise self.shape_error(f"expects {len(self.state_shapes(None))} initial state(s). "
+                                   f"Received {len(states_in)}.")
+        if not states_in and self.stateful and self._states is not None:
+            states_in = self._states
+        if self.stateful and self._states is not None and \
+                self._states[0].shape[0] != sequences.shape[1 if self.time_major else 0]:
+            raise self.shape_error(f"is stateful with batch size {self._states[0].shape[0]}; "
+                                   f"received a batch of {sequences.shape[0]}. Reset its states "
+                                   "(model.reset_states()) to change the batch size.")
+        moved = None
+        if self.time_major:
+            if mask is not None:
+                raise self.unsupported("a mask with time_major=True")
+            moved = sequences = layout.transpose(sequences, (1, 0, 2))
+        try:
+            output, states = self.run_cells(sequences, states_in, mask)
+        finally:
+            if moved is not None:
+                moved.dispose()
+        if self.time_major and self.return_sequences:
+            swapped = layout.transpose(output, (1, 0, 2))
+            output.dispose()
+            output = swapped
+        if self.stateful:
+            self._keep_states(states)
+        if self.return_state:
+            return [output] + states
+        ownership.dispose(states)
+        return output
+
+    def run_cells(self, x, states_in, mask, time_order_last=False):
+        """Run the cells in turn; returns (output, [final states...]) as new tensors."""
+        states_out, offset, current = [], 0, x
+        try:
+            for index, cell in enumerate(self.cells):
+                last = index == len(self.cells) - 1
+                h0 = states_in[offset] if states_in else None
+                c0 = states_in[offset + 1] if states_in and cell.kind == "lstm" else None
+                offset += cell.state_count
+                zero_start = self.unroll or self.keras_major == 2
+                out, h, c = rnn.recurrence(
+                    current, cell.kind, cell.units, cell.gpu["kernel"], cell.gpu["recurrent_kernel"],
+                    cell.gpu["input_bias"], cell.gpu["recurrent_bias"], cell.activation,
+                    cell.recurrent_activation, initial_h=h0, initial_c=c0, mask=mask,
+                    go_backwards=self.go_backwards,
+                    return_sequences=self.return_sequences or not last,
+                    zero_masked_output=last and self.zero_output_for_mask,
+                    zero_until_unmasked=zero_start and mask is not None,
+                    time_order=(not last) or time_order_last)
+                states_out += [h] + ([c] if c is not None else [])
+                if current is not x:
+                    current.dispose()
+                current = out
+        except BaseException:
+            ownership.dispose(states_out)
+            if current is not x:
+                current.dispose()
+            raise
+        return current, states_out
+
+    # -- state -------------------------------------------------------------------------------------
+    def _keep_states(self, states) -> None:
+        old = self._states or []
+        self._states = [ownership.keep(view(s, s.shape)) for s in states]
+        ownership.dispose(old)
+
+    def reset_states(self) -> None:
+        """Forget the carried states of a stateful layer (the next call starts from zeros)."""
+        ownership.dispose(self._states or [])
+        self._states = None
+
+    def dispose(self) -> None:
+        self.reset_states()
+        super().dispose()
+
+
+@register("SimpleRNN", "LSTM", "GRU")
+class RecurrentLayer(Recurrent):
+    """SimpleRNN, LSTM and GRU: the cell's options are the layer's own config."""
+
+
+@register("RNN")
+class RNN(Recurrent):
+    """keras.layers.RNN over SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells or a list of them."""
+
+    def make_cells(self, where) -> list[Cell]:
+        return cells_from_rnn_config(self.option("cell"), self.weights_np, self.keras_major, where)

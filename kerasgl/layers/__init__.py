@@ -14,3 +14,5 @@ from . import convolutional  # noqa: F401,E402
 from . import pooling  # noqa: F401,E402
 from . import reshaping  # noqa: F401,E402
 from . import recurrent  # noqa: F401,E402
+from . import attention  # noqa: F401,E402
+from . import wrappers  # noqa: F401,E402

@@ -169,24 +169,33 @@ class Recurrent(Layer):
     def call(self, sequences, initial_state=None, mask=None, training=None, **kwargs):
         if isinstance(sequences, (list, tuple)):
             sequences, initial_state = sequences[0], list(sequences[1:]) or initial_state
-        states_in = _flatten(initial_state)
+        output, states = self.run(sequences, _flatten(initial_state), mask)
+        if self.return_state:
+            return [output] + states
+        ownership.dispose(states)
+        return output
+
+    def run(self, sequences, states_in, mask, time_order=False):
+        """(output, [final states]) as new tensors. time_order: sequences in input time order
+        even for go_backwards (Bidirectional's backward layer, instead of Keras's flip)."""
         if states_in and len(states_in) != len(self.state_shapes(None)):
             raise self.shape_error(f"expects {len(self.state_shapes(None))} initial state(s). "
                                    f"Received {len(states_in)}.")
+        batch = sequences.shape[1 if self.time_major else 0]
         if not states_in and self.stateful and self._states is not None:
+            if self._states[0].shape[0] != batch:
+                raise self.shape_error(
+                    f"is stateful with batch size {self._states[0].shape[0]}; received a batch "
+                    f"of {batch}. Reset its states (model.reset_states()) to change the batch "
+                    "size.")
             states_in = self._states
-        if self.stateful and self._states is not None and \
-                self._states[0].shape[0] != sequences.shape[1 if self.time_major else 0]:
-            raise self.shape_error(f"is stateful with batch size {self._states[0].shape[0]}; "
-                                   f"received a batch of {sequences.shape[0]}. Reset its states "
-                                   "(model.reset_states()) to change the batch size.")
         moved = None
         if self.time_major:
             if mask is not None:
                 raise self.unsupported("a mask with time_major=True")
             moved = sequences = layout.transpose(sequences, (1, 0, 2))
         try:
-            output, states = self.run_cells(sequences, states_in, mask)
+            output, states = self.run_cells(sequences, states_in, mask, time_order)
         finally:
             if moved is not None:
                 moved.dispose()
@@ -196,10 +205,7 @@ class Recurrent(Layer):
             output = swapped
         if self.stateful:
             self._keep_states(states)
-        if self.return_state:
-            return [output] + states
-        ownership.dispose(states)
-        return output
+        return output, states
 
     def run_cells(self, x, states_in, mask, time_order_last=False):
         """Run the cells in turn; returns (output, [final states...]) as new tensors."""

@@ -24,7 +24,11 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 #endif
 layout(std430, binding = 1) readonly buffer W { vec4 w[]; };
 layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
+#if VEC_OUT
+layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };
+#else
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+#endif
 
 uniform int in_h;
 uniform int in_w;
@@ -127,10 +131,17 @@ void main() {
         if (!live[p]) continue;
         int out_base = int(first + uint(p)) * cout + group * cout_pg + cout_in_group;
         for (int v = 0; v < COUT_VEC; ++v) {
+#if VEC_OUT
+            // cout_pg % 4 == 0: a vec4 of channels is either all in the group or all past it.
+            vec4 a = acc[p][v];
+            if (cout_in_group + 4 * v < cout_pg)
+                y4[(out_base >> 2) + v] = vec4(ACT(a.x), ACT(a.y), ACT(a.z), ACT(a.w));
+#else
             for (int j = 0; j < 4; ++j) {
                 int oc = cout_in_group + 4 * v + j;
                 if (oc < cout_pg) y[out_base + 4 * v + j] = ACT(acc[p][v][j]);
             }
+#endif
         }
     }
 }

@@ -17,7 +17,11 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 #endif
 layout(std430, binding = 1) readonly buffer W { vec4 w[]; };
 layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
+#if VEC_OUT
+layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };
+#else
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+#endif
 
 uniform int in_h;
 uniform int in_w;
@@ -79,11 +83,10 @@ void main() {
         if (ox0 + p >= out_w) break;
         int out_base = ((n * out_h + oy) * out_w + ox0 + p) * cout + oc0;
 #if VEC_OUT
-        // cout % 4 == 0: the whole vec4 is in range.
-        y[out_base] = ACT(acc[p].x);
-        y[out_base + 1] = ACT(acc[p].y);
-        y[out_base + 2] = ACT(acc[p].z);
-        y[out_base + 3] = ACT(acc[p].w);
+        // cout % 4 == 0: the whole vec4 is in range. One vec4 store costs llvmpipe about what
+        // one scalar store does.
+        vec4 a = acc[p];
+        y4[out_base >> 2] = vec4(ACT(a.x), ACT(a.y), ACT(a.z), ACT(a.w));
 #else
         for (int j = 0; j < 4; ++j) {
             if (oc0 + j < cout) y[out_base + j] = ACT(acc[p][j]);

@@ -193,6 +193,7 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     defines = {
         "LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "COUT_VEC": kernel.cout_vec,
         "CIN_VEC4": kernel.cin_pg % 4 == 0 and cin % 4 == 0,
+        "VEC_OUT": kernel.cout_pg % 4 == 0,
         "KH": kernel.kh, "KW": kernel.kw, "STRIDE_H": strides[0], "STRIDE_W": strides[1],
         "DIL_H": dilation[0], "DIL_W": dilation[1], "INPUT_DIL_H": sh, "INPUT_DIL_W": sw,
         "ACT": activation.function,

@@ -36,7 +36,10 @@ pytestmark = pytest.mark.filterwarnings(
 
 KERAS2_MODELS = ["mlp_sequential", "legacy_sequential_list", "cnn_functional",
                  "two_inputs_shared", "nested_sequential", "hard_sigmoid", "chunked_attrs",
-                 "rnn_wrappers", "tf_op_lambda"]
+                 "rnn_wrappers", "tf_op_lambda", "legacy_sequential_dict_cnn", "rnn_time_major",
+                 "lstm_keras2_defaults", "bidirectional_wrappers", "time_distributed_wrappers",
+                 "conv_groups_and_transpose", "conv_pool_2d", "conv_pool_1d",
+                 "merge_and_activations", "batchnorm_variants", "embedding_input_length"]
 
 
 def npz(name: str):
@@ -57,7 +60,7 @@ def test_keras2_fixture_reads_with_its_inputs_and_outputs(name):
     assert outputs and (spec.kind == "Sequential" or len(outputs) == len(spec.outputs))
     for key, shape, dtype in zip(inputs, spec.input_shapes, spec.input_dtypes):
         assert shape[0] is None and list(data[key].shape[1:]) == shape[1:]
-        assert dtype == "float32"
+        assert dtype == data[key].dtype.name
 
 
 def test_keras2_sequential_mlp_with_batch_input_shape():
@@ -224,6 +227,105 @@ def test_keras2_dialect_in_a_keras_zip(name):
                                      inner.name)
         else:
             assert_weights_equal(l.weights, npz_weights(data, l.name), l.name)
+
+
+def test_keras2_dict_sequential_without_input_layer_gets_one():
+    """Keras 2.2 - 2.12 form: a dict config whose first layer carries batch_input_shape."""
+    with h5py.File(keras2_path("legacy_sequential_dict_cnn.h5")) as f:
+        raw = json.loads(f.attrs["model_config"])
+    assert isinstance(raw["config"], dict) and raw["config"]["layers"][0]["class_name"] == "Conv2D"
+    spec = read_model(keras2_path("legacy_sequential_dict_cnn.h5"))
+    assert spec.kind == "Sequential" and spec.name == "cnn_k2"
+    assert [l.class_name for l in spec.layers][:2] == ["InputLayer", "Conv2D"]
+    assert spec.layers[0].name == "conv1_input"
+    assert spec.input_shapes == [[None, 8, 8, 2]]
+    assert "batch_input_shape" not in layer(spec, "conv1").config
+    data = npz("legacy_sequential_dict_cnn")
+    for name in ("conv1", "bn1", "conv2", "probs"):
+        assert_weights_equal(layer(spec, name).weights, npz_weights(data, name), name)
+
+
+def _raw_layer_configs(name: str) -> dict:
+    with h5py.File(keras2_path(f"{name}.h5")) as f:
+        raw = json.loads(f.attrs["model_config"])
+    return {entry["name"]: entry["config"] for entry in raw["config"]["layers"]}
+
+
+def test_keras2_groups_dropped_where_keras3_has_no_such_argument():
+    raw = _raw_layer_configs("conv_groups_and_transpose")
+    assert raw["dw"]["groups"] == 1 and raw["convT_groups2_ignored"]["groups"] == 2
+    spec = read_model(keras2_path("conv_groups_and_transpose.h5"))
+    for name in ("dw", "convT_groups2_ignored", "convT_stride_gt_kernel", "convT_dilated"):
+        assert "groups" not in layer(spec, name).config, name
+    assert layer(spec, "conv_groups2").config["groups"] == 2     # Conv2D's groups is real
+    assert layer(spec, "convT_groups2_ignored").weights[0].shape == (3, 3, 4, 4)   # ungrouped
+    sep = read_model(keras2_path("conv_pool_2d.h5"))
+    assert "groups" in _raw_layer_configs("conv_pool_2d")["sep"]
+    assert "groups" not in layer(sep, "sep").config
+    assert layer(sep, "conv_s2").config["groups"] == 1
+    td = read_model(keras2_path("time_distributed_wrappers.h5"))
+    assert "groups" not in layer(td, "td_dw").config["layer"]["config"]   # inside a wrapper too
+    assert "groups" not in layer(td, "td_convT").config["layer"]["config"]
+
+
+def test_keras2_time_major_is_kept_for_the_rnn_layers():
+    spec = read_model(keras2_path("rnn_time_major.h5"))
+    for name in ("lstm_tm", "gru_tm", "rnn_tm_last"):
+        assert layer(spec, name).config["time_major"] is True, name
+    assert layer(spec, "gru_tm").config["reset_after"] is False
+    assert spec.input_shapes == [[None, 3, 4]]        # axis 0 is time for these layers
+    bi = read_model(keras2_path("bidirectional_wrappers.h5"))
+    sub = layer(bi, "bi_sum_custom_backward").config
+    assert sub["layer"]["config"]["time_major"] is False
+    assert sub["backward_layer"]["config"]["go_backwards"] is True
+    assert sub["backward_layer"]["config"]["reset_after"] is False
+
+
+def test_keras2_recurrent_hard_sigmoid_keeps_its_name():
+    spec = read_model(keras2_path("lstm_keras2_defaults.h5"))
+    assert spec.keras_major == 2
+    assert layer(spec, "lstm_hs").config["recurrent_activation"] == "hard_sigmoid"
+    assert layer(spec, "gru_v1").config["recurrent_activation"] == "hard_sigmoid"
+
+
+def test_keras2_batchnorm_axis_lists_and_renorm_weights():
+    spec = read_model(keras2_path("batchnorm_variants.h5"))
+    data = npz("batchnorm_variants")
+    raw = _raw_layer_configs("batchnorm_variants")
+    assert raw["bn_axis1_no_center"]["axis"] == [1]
+    assert layer(spec, "bn_axis1_no_center").config["axis"] == 1
+    assert layer(spec, "bn_two_axes").config["axis"] == [1, 3]
+    assert layer(spec, "bn_two_axes").weights[0].shape == (1, 3, 1, 5)
+    renorm = layer(spec, "bn_renorm")
+    stored = npz_weights(data, "bn_renorm")
+    assert len(stored) == 7 and renorm.config["renorm"] is True
+    # gamma, beta, moving_mean, moving_variance; moving_stddev/renorm_mean/renorm_stddev dropped
+    assert_weights_equal(renorm.weights, stored[:4], "bn_renorm")
+    for name in ("bn_two_axes", "bn_axis1_no_center", "bn_no_scale", "ln_two_axes"):
+        assert_weights_equal(layer(spec, name).weights, npz_weights(data, name), name)
+
+
+def test_keras2_embedding_input_length_and_int_input():
+    spec = read_model(keras2_path("embedding_input_length.h5"))
+    assert "input_length" in _raw_layer_configs("embedding_input_length")["embed"]
+    assert "input_length" not in layer(spec, "embed").config
+    assert spec.input_dtypes == ["int32"] and spec.input_shapes == [[None, 4]]
+
+
+def test_keras2_leaky_relu_alpha_and_thresholded_relu():
+    spec = read_model(keras2_path("merge_and_activations.h5"))
+    assert layer(spec, "leaky").config["negative_slope"] == pytest.approx(0.15)
+    assert "alpha" not in layer(spec, "leaky").config
+    assert layer(spec, "thresholded").config["theta"] == pytest.approx(0.4)
+    assert layer(spec, "relu_all").config["threshold"] == pytest.approx(0.25)
+
+
+def test_keras2_hdf5_file_named_keras():
+    path = keras2_path("hdf5_named_keras.keras")
+    spec = read_model(path)
+    assert spec.keras_major == 2 and spec.source == path
+    assert_weights_equal(layer(spec, "dense").weights, npz_weights(npz("hdf5_named_keras"), "dense"),
+                         "dense")
 
 
 def test_keras2_weights_only_file_is_not_a_model():

@@ -33,9 +33,19 @@ Layer config (LayerSpec.config)
   which formula applies.
 - InputLayer: "batch_shape" (list, None for unknown dims), "dtype", "sparse", "ragged".
 - Keras 2 `batch_input_shape` is removed from non-input layers (it became the InputLayer).
-- BatchNormalization "axis": a one-element list becomes an int. LeakyReLU: "negative_slope"
-  (Keras 2's "alpha" renamed). GRU: "reset_after" always present (Keras 2 files that predate it
-  meant False).
+- BatchNormalization "axis": a one-element list becomes an int; a longer list (Keras 2 allowed
+  several axes; its weights then have the broadcast shape, e.g. (1, H, 1, C)) stays a list.
+  Keras 2 "renorm": True stays in the config, but the three training-only arrays it adds are
+  dropped from `weights` (weight_assign.drop_training_only_weights): inference is plain BN.
+  LeakyReLU: "negative_slope" (Keras 2's "alpha" renamed). GRU: "reset_after" always present
+  (Keras 2 files that predate it meant False).
+- "groups" is removed from DepthwiseConv*, SeparableConv* and Conv*Transpose (Keras 2 wrote it
+  there, where it meant nothing; see _NO_GROUPS_IN_KERAS3). Embedding: Keras 2's "input_length"
+  is removed (the input shape lives on the InputLayer).
+- RNN layers (SimpleRNN/LSTM/GRU/RNN, also inside Bidirectional): Keras 2's "time_major" is
+  KEPT as written (a bool; absent in Keras 3 files, which means False). True means the layer's
+  input and sequence output are (time, batch, ...) instead of (batch, time, ...); the returned
+  states stay (batch, units). The RNN layer must honour it (or refuse it), never ignore it.
 - Sub-layer configs (Bidirectional/TimeDistributed "layer", RNN "cell", ...) are normalised the
   same way, recursively; initializers, regularizers and constraints are left as written.
 - Lambda layers: the config (incl. the marshalled "function") is kept as inert data.
@@ -179,6 +189,17 @@ def normalize_input_layer_config(config: dict) -> dict:
     return out
 
 
+# Keras 2 put `groups` on every Conv subclass. On these it meant nothing: DepthwiseConv and
+# SeparableConv always wrote 1, and tf-keras' transposed convolutions ignore the value (their
+# kernel is the full (k, k, filters, in_channels) kernel and they run an ungrouped transposed
+# convolution even with groups=2; see the conv_groups_and_transpose fixture). Keras 3's classes
+# have no such argument (and refuse the file).
+_NO_GROUPS_IN_KERAS3 = {
+    "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D",
+    "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose",
+}
+
+
 def normalize_layer_config(class_name: str, config: dict) -> dict:
     """One layer's config in the form described in this module's docstring."""
     if class_name == "InputLayer":
@@ -200,6 +221,10 @@ def normalize_layer_config(class_name: str, config: dict) -> dict:
         out["negative_slope"] = out.pop("alpha")
     if class_name in ("GRU", "GRUCell"):
         out.setdefault("reset_after", False)
+    if class_name in _NO_GROUPS_IN_KERAS3:
+        out.pop("groups", None)
+    if class_name == "Embedding":
+        out.pop("input_length", None)
     return out
 
 

@@ -24,7 +24,7 @@ from ..errors import ModelFileError
 from .config import model_spec_from_config, resolve_keras_major
 from .h5_utils import hdf5_errors, open_hdf5, read_array, text_attr
 from .spec import LayerSpec, ModelSpec
-from .weight_assign import check_weight_counts, stores_weights
+from .weight_assign import finish_weights, stores_weights
 
 CONFIG_FILE = "config.json"
 METADATA_FILE = "metadata.json"
@@ -174,7 +174,7 @@ def load_keras3_layout_weights(spec: ModelSpec, root: h5py.Group, source: str) -
         if layers_group is None:
             raise ModelFileError(f"{source}: the weights file has no 'layers' group")
         _assign_model(spec, layers_group, "layers", source)
-    check_weight_counts(spec, source)
+    finish_weights(spec, source)
 
 
 def _read_member(archive: zipfile.ZipFile, member: str, source: str) -> bytes:

@@ -44,7 +44,7 @@ def assign_legacy_weights(spec: ModelSpec, per_layer: dict[str, NamedArrays], so
             _distribute_nested(layer.inner, arrays, source, layer.name)
         else:
             layer.weights = [array for _, array in arrays]
-    check_weight_counts(spec, source)
+    finish_weights(spec, source)
 
 
 def _distribute_nested(inner: ModelSpec, arrays: NamedArrays, source: str, path: str) -> None:
@@ -62,6 +62,29 @@ def _distribute_nested(inner: ModelSpec, arrays: NamedArrays, source: str, path:
             _distribute_nested(layer.inner, buckets[name], source, f"{path}/{name}")
         else:
             layer.weights = [array for _, array in buckets[name]]
+
+
+def finish_weights(spec: ModelSpec, source: str) -> None:
+    """Last step of every weight reader: drop training-only arrays, then check the counts."""
+    drop_training_only_weights(spec)
+    check_weight_counts(spec, source)
+
+
+# Keras 2 BatchNormalization(renorm=True) appends moving_stddev, renorm_mean and renorm_stddev
+# to its weights. They only steer training (batch renormalisation); at inference tf-keras
+# normalises with moving_mean / moving_variance exactly like plain BatchNormalization
+# (checked by the batchnorm_variants fixture).
+_RENORM_EXTRA_WEIGHTS = 3
+
+
+def drop_training_only_weights(spec: ModelSpec) -> None:
+    for layer in spec.layers:
+        if layer.inner is not None:
+            drop_training_only_weights(layer.inner)
+        elif layer.class_name == "BatchNormalization" and layer.config.get("renorm"):
+            base = expected_weight_count(layer.class_name, layer.config)
+            if base is not None and len(layer.weights) == base + _RENORM_EXTRA_WEIGHTS:
+                layer.weights = layer.weights[:base]
 
 
 def check_weight_counts(spec: ModelSpec, source: str, path: str = "") -> None:

@@ -226,3 +226,61 @@ def test_separable_conv1d_causal_from_keras2_config():
             assert_close(ours.call(kg.tensor(x)).numpy(), expected)
     finally:
         ours.dispose()
+
+
+def _bn_affine(bn):
+    gamma, beta, mean, var = bn.get_weights()
+    inv = gamma / np.sqrt(var + bn.epsilon)
+    return inv, beta - mean * inv
+
+
+@pytest.mark.parametrize("make", [
+    lambda: F.Conv2D(12, 3, name="conv"),
+    lambda: F.Conv2D(8, 3, groups=2, use_bias=False, name="grouped"),
+    lambda: F.DepthwiseConv2D(3, strides=2, depth_multiplier=2, name="depthwise"),
+    lambda: F.SeparableConv2D(6, 3, name="separable"),
+    lambda: F.Conv2DTranspose(5, 3, strides=2, name="transpose"),
+], ids=["conv", "grouped", "depthwise", "separable", "transpose"])
+def test_fusions_match_keras_sequence(make):
+    """ZeroPadding -> conv -> BatchNormalization -> ReLU6 from Keras equals one fused kerasgl conv
+    (padding absorbed where the layer allows it, BN folded, ReLU6 adopted)."""
+    rng = np.random.default_rng(11)
+    conv_layer = make()
+    pad, bn = L.ZeroPadding2D(((0, 1), (1, 1))), L.BatchNormalization()
+    model = keras.Sequential([keras.Input((9, 8, 4)), pad, conv_layer, bn, L.ReLU(6.0)])
+    for var in model.weights:
+        low = 0.5 if "variance" in var.path else -1.0
+        var.assign(rng.uniform(low, 1.0, var.shape).astype("float32"))
+    x = rng.uniform(-1, 1, (2, 9, 8, 4)).astype("float32")
+    expected = np.asarray(model(x))
+    spec = LayerSpec(type(conv_layer).__name__, conv_layer.name, conv_layer.get_config(),
+                     weights=conv_layer.get_weights())
+    from kerasgl.layers import LAYER_CLASSES
+    from kerasgl.layers.activations import Pointwise
+    ours = LAYER_CLASSES[spec.class_name](spec, 3)
+    absorbed = ours.absorb_zero_padding(((0, 1), (1, 1)))
+    assert absorbed == (spec.class_name != "Conv2DTranspose")
+    assert ours.fold_channel_affine(*_bn_affine(bn))
+    assert ours.fuse_activation(Pointwise("act_relu6"))
+    assert not ours.fuse_activation(Pointwise("act_relu"))     # already has an activation
+    assert not ours.fold_channel_affine(*_bn_affine(bn))       # not exact after an activation
+    with kg.tidy():
+        feed = kg.tensor(x if absorbed else np.pad(x, ((0, 0), (0, 1), (1, 1), (0, 0))))
+        shape = (None,) + feed.shape[1:]
+        assert ours.compute_output_shape(shape) == (None,) + expected.shape[1:]
+        ours.build(shape)
+        try:
+            assert not ours.fold_channel_affine(*_bn_affine(bn))   # weights already packed
+            assert_close(ours.call(feed).numpy(), expected)
+        finally:
+            ours.dispose()
+
+
+def test_fusions_refused_where_not_exact():
+    relu = Conv2D(_spec(F.Conv2D(4, 3, activation="relu"), (None, 8, 8, 3)), 3)
+    assert not relu.fold_channel_affine(np.ones(4), np.zeros(4))
+    same = Conv2D(_spec(F.Conv2D(4, 3, padding="same"), (None, 8, 8, 3)), 3)
+    assert not same.absorb_zero_padding(((1, 1), (1, 1)))
+    assert not same.fold_channel_affine(np.ones(5), np.zeros(5))     # wrong channel count
+    first = Conv2D(_spec(F.Conv2D(4, 3, data_format="channels_first"), (None, 3, 8, 8)), 3)
+    assert not first.fold_channel_affine(np.ones(4), np.zeros(4))

@@ -4,8 +4,16 @@ SeparableConv1D/2D, Conv1DTranspose/Conv2DTranspose.
 Kernels are packed for the shaders once, in build(); call() only dispatches. 1D layers run as 2D
 over one row. Pointwise activations are fused into the convolution; softmax runs after it (on the
 layer's real output layout, so channels_first softmax sees the axis Keras's does).
+
+Graph fusions (for the model to call before build, when this layer's output feeds only the next
+layer): `fold_channel_affine(scale, shift)` folds a following per-output-channel affine map (an
+inference BatchNormalization) into kernel and bias, `fuse_activation(pointwise)` adopts a following
+pointwise activation, `absorb_zero_padding(pads)` takes over a preceding ZeroPadding. Each returns
+False, changing nothing, where the fusion would not be exact.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ..errors import ModelFileError
 from ..ops import conv
@@ -47,16 +55,18 @@ class _ConvBase(SpatialLayer):
     # 2D geometry of one call: strides, dilation, per-axis (before, after) padding, as 2D pairs.
     def geometry_2d(self, spatial):
         pads = []
-        for size, k, s, d in zip(spatial, self.kernel_size, self.strides, self.dilation):
-            _, before, after = conv.conv_padding(size, k, s, d, self.padding)
-            pads.append((before, after))
+        extra = self._extra_padding or ((0, 0),) * self.spatial_rank
+        for size, k, s, d, (a, b) in zip(spatial, self.kernel_size, self.strides, self.dilation, extra):
+            _, before, after = conv.conv_padding(size + a + b, k, s, d, self.padding)
+            pads.append((before + a, after + b))
         if self.spatial_rank == 1:
             return (1, self.strides[0]), (1, self.dilation[0]), ((0, 0), pads[0])
         return self.strides, self.dilation, tuple(pads)
 
     def output_spatial(self, spatial):
         return tuple(None if size is None else conv.conv_padding(size, k, s, d, self.padding)[0]
-                     for size, k, s, d in zip(spatial, self.kernel_size, self.strides, self.dilation))
+                     for size, k, s, d in zip(self.input_spatial(spatial), self.kernel_size,
+                                              self.strides, self.dilation))
 
     def run_2d(self, x, op):
         """Run op(x4d) -> y4d, with 1D inputs seen as one row."""
@@ -67,6 +77,61 @@ class _ConvBase(SpatialLayer):
             return from_rows(op(rows))
         finally:
             rows.dispose()
+
+    # -- graph fusions ------------------------------------------------------------------------
+    out_channels = 0          # set by subclasses
+    _fold = None              # (scale, shift) of a folded per-channel affine map
+    _extra_padding = None     # ((top, bottom), (left, right)) of an absorbed ZeroPadding (2D)
+
+    def _linear_and_unbuilt(self) -> bool:
+        return (not self.built and not self.channels_first and self.fused is not None
+                and self.fused.is_identity)
+
+    def fold_channel_affine(self, scale, shift) -> bool:
+        """y * scale + shift per output channel, applied after this layer, folded into it."""
+        scale = np.asarray(scale, np.float32).reshape(-1)
+        shift = np.asarray(shift, np.float32).reshape(-1)
+        if not self._linear_and_unbuilt() or scale.size != self.out_channels \
+                or shift.size != self.out_channels:
+            return False
+        if self._fold is None:
+            self._fold = (scale, shift)
+        else:   # (y * s1 + t1) * s2 + t2
+            s1, t1 = self._fold
+            self._fold = (s1 * scale, t1 * scale + shift)
+        return True
+
+    def fuse_activation(self, pointwise) -> bool:
+        """Adopt a pointwise activation (kerasgl.layers.activations.Pointwise) applied right after."""
+        if pointwise is None or not self._linear_and_unbuilt():
+            return False
+        self.fused = self.act = pointwise
+        return True
+
+    def absorb_zero_padding(self, pads) -> bool:
+        """Take over a ZeroPadding applied right before (pads: one (before, after) pair per
+        spatial axis): exact for padding="valid" convolutions."""
+        if self.built or self.channels_first or self.padding != "valid" \
+                or self._extra_padding is not None or len(pads) != self.spatial_rank:
+            return False
+        self._extra_padding = tuple((int(a), int(b)) for a, b in pads)
+        return True
+
+    def folded(self, kernel, bias, channel_axis_scale):
+        """(kernel, bias) with the folded affine map applied; channel_axis_scale(kernel, scale)
+        multiplies the kernel's output channels."""
+        if self._fold is None:
+            return kernel, bias
+        scale, shift = self._fold
+        bias = np.zeros(self.out_channels, np.float32) if bias is None else np.asarray(bias, np.float32)
+        return channel_axis_scale(np.asarray(kernel, np.float32), scale), bias * scale + shift
+
+    def input_spatial(self, spatial):
+        """Spatial sizes this layer convolves: after an absorbed ZeroPadding."""
+        if self._extra_padding is None:
+            return tuple(spatial)
+        return tuple(None if size is None else size + a + b
+                     for size, (a, b) in zip(spatial, self._extra_padding))
 
     def call(self, inputs, **kwargs):
         out = super().call(inputs)
@@ -92,6 +157,7 @@ class _Conv(_ConvBase):
             raise ModelFileError(f"Layer '{self.name}': filters={self.filters} is not divisible by "
                                  f"groups={self.groups}.")
         self.in_channels = kernel.shape[-2] * self.groups
+        self.out_channels = self.filters
         if self.use_bias:
             self.check_kernel(1, (self.filters,))
 
@@ -101,8 +167,9 @@ class _Conv(_ConvBase):
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
-        self.kernel = conv.pack_conv(self.weights_np[0], self.weights_np[1] if self.use_bias else None,
-                                     self.groups, self.upload)
+        kernel, bias = self.folded(self.weights_np[0], self.weights_np[1] if self.use_bias else None,
+                                   lambda k, scale: k * scale)
+        self.kernel = conv.pack_conv(kernel, bias, self.groups, self.upload)
         self.built = True
 
     def channels_last_call(self, x):
@@ -133,8 +200,9 @@ class _Depthwise(_ConvBase):
         kernel = self.weights_np[0]
         self.in_channels = kernel.shape[-2]
         self.check_kernel(0, self.kernel_size + (self.in_channels, self.multiplier))
+        self.out_channels = self.in_channels * self.multiplier
         if self.use_bias:
-            self.check_kernel(1, (self.in_channels * self.multiplier,))
+            self.check_kernel(1, (self.out_channels,))
 
     def channels_last_shape(self, shape):
         self.check_channels(shape[-1], self.in_channels)
@@ -142,8 +210,9 @@ class _Depthwise(_ConvBase):
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
-        self.kernel = conv.pack_depthwise(self.weights_np[0],
-                                          self.weights_np[1] if self.use_bias else None, self.upload)
+        kernel, bias = self.folded(self.weights_np[0], self.weights_np[1] if self.use_bias else None,
+                                   lambda k, scale: k * scale.reshape(k.shape[-2:]))
+        self.kernel = conv.pack_depthwise(kernel, bias, self.upload)
         self.built = True
 
     def channels_last_call(self, x):
@@ -174,6 +243,7 @@ class _Separable(_ConvBase):
         self.expect_weights(3 if self.use_bias else 2)
         self.in_channels = self.weights_np[0].shape[-2]
         mid = self.in_channels * self.multiplier
+        self.out_channels = self.filters
         self.check_kernel(0, self.kernel_size + (self.in_channels, self.multiplier))
         self.check_kernel(1, (1,) * self.spatial_rank + (mid, self.filters))
         if self.use_bias:
@@ -186,8 +256,9 @@ class _Separable(_ConvBase):
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
         self.depthwise = conv.pack_depthwise(self.weights_np[0], None, self.upload)
-        self.pointwise = conv.pack_conv(self.weights_np[1],
-                                        self.weights_np[2] if self.use_bias else None, 1, self.upload)
+        kernel, bias = self.folded(self.weights_np[1], self.weights_np[2] if self.use_bias else None,
+                                   lambda k, scale: k * scale)
+        self.pointwise = conv.pack_conv(kernel, bias, 1, self.upload)
         self.built = True
 
     def channels_last_call(self, x):
@@ -227,9 +298,13 @@ class _ConvTranspose(_ConvBase):
                                else int_tuple(output_padding, self.spatial_rank, "output_padding"))
         self.expect_weights(2 if self.use_bias else 1)
         self.in_channels = self.weights_np[0].shape[-1]
+        self.out_channels = self.filters
         self.check_kernel(0, self.kernel_size + (self.filters, self.in_channels))
         if self.use_bias:
             self.check_kernel(1, (self.filters,))
+
+    def absorb_zero_padding(self, pads) -> bool:
+        return False   # padding the input of a transposed convolution is not a padding of its own
 
     def _axes(self, spatial):
         ops = self.output_padding or (None,) * self.spatial_rank
@@ -245,9 +320,9 @@ class _ConvTranspose(_ConvBase):
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
         strides = self.strides if self.spatial_rank == 2 else (1,) + self.strides
-        self.kernel = conv.pack_conv_transpose(self.weights_np[0],
-                                               self.weights_np[1] if self.use_bias else None,
-                                               strides, self.upload)
+        kernel, bias = self.folded(self.weights_np[0], self.weights_np[1] if self.use_bias else None,
+                                   lambda k, scale: k * scale[:, None])
+        self.kernel = conv.pack_conv_transpose(kernel, bias, strides, self.upload)
         self.built = True
 
     def channels_last_call(self, x):

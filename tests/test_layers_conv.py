@@ -284,3 +284,22 @@ def test_fusions_refused_where_not_exact():
     assert not same.fold_channel_affine(np.ones(5), np.zeros(5))     # wrong channel count
     first = Conv2D(_spec(F.Conv2D(4, 3, data_format="channels_first"), (None, 3, 8, 8)), 3)
     assert not first.fold_channel_affine(np.ones(4), np.zeros(4))
+
+
+def test_lora_conv(tmp_path):
+    """.keras stores a LoRA conv's merged kernel (it must match); legacy .h5 keeps the factors
+    apart, which kerasgl refuses by name."""
+    model = keras.Sequential([keras.Input((6, 6, 3)), F.Conv2D(4, 3, name="lora_conv")])
+    rng = np.random.default_rng(0)
+    model.layers[0].kernel.assign(rng.uniform(-1, 1, (3, 3, 3, 4)))
+    model.layers[0].enable_lora(2)
+    model.layers[0].lora_kernel_a.assign(rng.uniform(-1, 1, model.layers[0].lora_kernel_a.shape))
+    model.layers[0].lora_kernel_b.assign(rng.uniform(-1, 1, model.layers[0].lora_kernel_b.shape))
+    x = rng.uniform(-1, 1, (2, 6, 6, 3)).astype("float32")
+    expected = model.predict(x, verbose=0)
+    model.save(str(tmp_path / "lora.keras"))
+    with kg.load_model(str(tmp_path / "lora.keras")) as loaded:
+        assert_close(loaded.predict(x, verbose=0), expected)
+    model.save(str(tmp_path / "lora.h5"))
+    with pytest.raises(kg.UnsupportedLayerError, match="lora_conv.*lora_rank"):
+        kg.load_model(str(tmp_path / "lora.h5"))

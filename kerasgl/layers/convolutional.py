@@ -150,7 +150,12 @@ class _Conv(_ConvBase):
         super().__init__(spec, keras_major)
         self.filters = int(self.option("filters"))
         self.groups = int(self.option("groups", 1) or 1)
-        self.expect_weights(2 if self.use_bias else 1)
+        expected = 2 if self.use_bias else 1
+        if self.option("lora_rank") and len(self.weights_np) == expected + 2:
+            # .keras files hold the merged kernel (nothing to do); legacy .h5 files keep the
+            # LoRA factors apart, and merging them is not implemented.
+            raise self.unsupported("a LoRA-enabled convolution saved with unmerged factors (lora_rank)")
+        self.expect_weights(expected)
         kernel = self.weights_np[0]
         self.check_kernel(0, self.kernel_size + (kernel.shape[-2], self.filters))
         if self.filters % self.groups:

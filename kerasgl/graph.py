@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from . import masks as mask_rules
 from .errors import ModelFileError, ShapeError, UnsupportedLayerError
 from .layers import LAYER_CLASSES
 from .layers.base import Layer
@@ -115,6 +116,7 @@ class Graph:
         self.input_refs: list[TensorRef] = input_refs
         self.output_refs: list[TensorRef] = output_refs
         self.shapes: dict[TensorRef, tuple] = {}
+        self.mask_plan = None        # set at load by masks.prepare_graph
         self._by_key = {node.key: node for node in nodes}
 
     # -- construction ------------------------------------------------------------------------
@@ -132,14 +134,6 @@ class Graph:
             layer = make_layer(layer_spec, spec.keras_major, problems)
             if layer is not None:
                 made[layer_spec.name] = layer
-            masks = [ref.layer for node in layer_spec.inbound_nodes
-                     for ref in refs_in((node.kwargs or {}).get("mask"))]
-            if masks:
-                # Keras 3 records the mask a layer uses (e.g. NotEqual(tokens, 0) from
-                # Embedding(mask_zero=True)) as an explicit `mask=` argument.
-                problems.append(f"'{layer_spec.name}' ({layer_spec.class_name}): is called with a "
-                                f"mask (from '{masks[0]}') that would change its result; masking "
-                                "is not supported yet.")
         if outermost and problems:
             for layer in made.values():
                 layer.dispose()
@@ -178,7 +172,8 @@ class Graph:
                 kwargs = dict(node_spec.kwargs or {})
                 for key in IGNORED_CALL_KWARGS:
                     kwargs.pop(key, None)
-                kwargs.pop("mask", None)      # None here: a mask tensor was refused above
+                if kwargs.get("mask", 0) is None:
+                    kwargs.pop("mask")        # masks.py decides who gets a mask tensor
                 args = list(node_spec.args or [])
                 nodes.append(Node(layer, index, args, kwargs, refs_in(args) + refs_in(kwargs)))
         if not spec.inputs or not spec.outputs:
@@ -266,11 +261,14 @@ class Graph:
         caller_owned = {id(t) for t in inputs}
         for ref, tensor in zip(self.input_refs, inputs):
             values[ref] = tensor
+        masks: dict = {}       # propagated Keras masks (masks.MaskPlan), freed at the end
         try:
             for node in nodes:
                 args = map_refs(node.args, values.__getitem__)
                 kwargs = map_refs(node.kwargs, values.__getitem__)
-                result = node.layer.call(*args, **kwargs)
+                if self.mask_plan is not None:
+                    kwargs = self.mask_plan.prepare(node, kwargs, masks)
+                result = mask_rules.call_with_mask(node.layer, args, kwargs)
                 outputs = list(result) if isinstance(result, (list, tuple)) else [result]
                 live = {id(t) for t in values.values()}
                 for i, tensor in enumerate(outputs):
@@ -287,6 +285,8 @@ class Graph:
                         live.add(id(tensor))
                     else:
                         tensor.dispose()        # an output of a multi-output layer nobody reads
+                if self.mask_plan is not None:
+                    self.mask_plan.record(node, args, outputs, masks)
                 for ref in node.refs:
                     remaining[ref] -= 1
                     if remaining[ref] == 0 and ref not in keep:
@@ -306,6 +306,8 @@ class Graph:
                 if id(tensor) not in caller_owned:
                     tensor.dispose()
             raise
+        finally:
+            mask_rules.release(masks)
 
     # -- weights ------------------------------------------------------------------------------------
     def unique_layers(self) -> list[Layer]:

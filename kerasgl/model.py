@@ -19,7 +19,7 @@ from .errors import DisposedError
 from .feeding import (DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count, batch_slice,
                       check_input, concat_batches)
 from .graph import Graph, NestedModel, TensorSpec
-from .masks import check_masks
+from .masks import prepare_graph
 from .saving.spec import ModelSpec, TensorRef
 from .tensor import Tensor, tensor as upload, view
 
@@ -55,8 +55,8 @@ class Model:
         graph = None
         try:
             graph = Graph.from_spec(spec)
-            _check_masks_everywhere(graph)
             graph.infer()
+            _prepare_masks_everywhere(graph)
             return cls(graph, spec)
         except BaseException:
             if graph is not None:
@@ -144,6 +144,13 @@ class Model:
             raise ValueError(f"No such layer: {name!r}. Existing layers are: "
                              f"{list(self._graph.layers)}.")
         return layer
+
+    def reset_states(self) -> None:
+        """Forget the states that stateful recurrent layers carry between predict calls (as
+        keras.Model.reset_states): the next call starts from zeros."""
+        self._check_alive()
+        for layer in _stateful_layers(self._graph):
+            layer.reset_states()
 
     def count_params(self) -> int:
         """Every weight in the file (trainable or not), as keras.Model.count_params()."""
@@ -283,8 +290,16 @@ def _owned_by_scope(t: Tensor) -> Tensor:
     return plain
 
 
-def _check_masks_everywhere(graph: Graph) -> None:
-    check_masks(graph)
+def _prepare_masks_everywhere(graph: Graph) -> None:
+    prepare_graph(graph)
     for layer in graph.layers.values():
         if isinstance(layer, NestedModel):
-            _check_masks_everywhere(layer.graph)
+            _prepare_masks_everywhere(layer.graph)
+
+
+def _stateful_layers(graph: Graph):
+    for layer in graph.layers.values():
+        if isinstance(layer, NestedModel):
+            yield from _stateful_layers(layer.graph)
+        elif hasattr(layer, "reset_states"):
+            yield layer

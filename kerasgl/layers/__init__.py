@@ -16,3 +16,4 @@ from . import reshaping  # noqa: F401,E402
 from . import recurrent  # noqa: F401,E402
 from . import attention  # noqa: F401,E402
 from . import wrappers  # noqa: F401,E402
+from . import masking  # noqa: F401,E402

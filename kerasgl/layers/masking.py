@@ -1,0 +1,109 @@
+"""The Masking layer, and the boolean operations Keras 3 records in functional models to compute
+masks (`NotEqual(tokens, 0)` for Embedding(mask_zero=True), `Any(NotEqual(x, v))` for Masking,
+`LogicalOr`, `ZerosLike`... for merges). Booleans are float32 0.0 / 1.0 tensors in kerasgl; an
+op's boolean output used as a model output reads as 0/1 floats."""
+from __future__ import annotations
+
+from ..ops import creation, elementwise, masking
+from .base import Layer, register
+from .op_nodes import OpNode, ReduceOp, _shape, broadcast_dims, register_op
+
+
+@register("Masking")
+class Masking(Layer):
+    """Outputs x with the steps whose features all equal mask_value set to 0; its mask (the kept
+    steps) is made by kerasgl/masks.py."""
+    shaders = ("not_equal.comp", "reduce.comp", "binary.comp")
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        value = self.option("mask_value", 0.0)
+        if not isinstance(value, (int, float)):
+            raise self.unsupported(f"mask_value={value!r} (a tensor)")
+        self.mask_value = float(value)
+
+    def compute_mask(self, inputs):
+        """(batch, time) float mask: 1 where any feature differs from mask_value."""
+        differs = masking.not_equal(inputs, self.mask_value)
+        try:
+            return masking.any_last(differs)
+        finally:
+            differs.dispose()
+
+    def call(self, inputs, **kwargs):
+        differs = masking.not_equal(inputs, self.mask_value)
+        try:
+            keep = masking.any_last(differs, keepdims=True)
+        finally:
+            differs.dispose()
+        try:
+            return elementwise.mul(inputs, keep)
+        finally:
+            keep.dispose()
+
+
+@register_op("NotEqual")
+class NotEqualOp(OpNode):
+    params = ("x1", "x2")
+    shaders = ("not_equal.comp",)
+
+    def output_shape(self, bound):
+        return broadcast_dims(_shape(bound["x1"]), _shape(bound["x2"]), f"Layer '{self.name}'")
+
+    def run(self, bound):
+        x, y = bound["x1"], bound["x2"]
+        if isinstance(y, (int, float)):
+            return masking.not_equal(x, y)
+        if isinstance(x, (int, float)):
+            return masking.not_equal(y, x)
+        if x.dtype != "float32" or y.dtype != "float32":
+            raise self.unsupported("comparing two int32 tensors")
+        difference = elementwise.binary("sub", x, y)
+        try:
+            return masking.not_equal(difference, 0.0)
+        finally:
+            difference.dispose()
+
+
+_LOGICAL = {"LogicalOr": "maximum", "LogicalAnd": "minimum"}
+
+
+@register_op(*_LOGICAL)
+class LogicalOp(OpNode):
+    params = ("x1", "x2")
+    shaders = ("binary.comp",)
+
+    def output_shape(self, bound):
+        return broadcast_dims(_shape(bound["x1"]), _shape(bound["x2"]), f"Layer '{self.name}'")
+
+    def run(self, bound):
+        return elementwise.binary(_LOGICAL[self.class_name], bound["x1"], bound["x2"])
+
+
+@register_op("LogicalNot")
+class LogicalNotOp(OpNode):
+    shaders = ("binary.comp",)
+
+    def run(self, bound):
+        return elementwise.binary("sub", 1.0, bound["x"])
+
+
+@register_op("Any", "All")
+class AnyAllOp(ReduceOp):
+    """any / all of 0/1 values: max / min."""
+
+    def run(self, bound):
+        from ..ops import reduce
+        axis = self.opt(bound, "axis")
+        axis = tuple(axis) if isinstance(axis, list) else axis
+        return reduce.reduce("max" if self.class_name == "Any" else "min", bound["x"], axis,
+                             bool(self.opt(bound, "keepdims", False)))
+
+
+@register_op("ZerosLike", "OnesLike")
+class FillLikeOp(OpNode):
+    shaders = ("fill.comp",)
+
+    def run(self, bound):
+        return creation.fill(bound["x"].shape, 0.0 if self.class_name == "ZerosLike" else 1.0)
+

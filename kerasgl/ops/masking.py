@@ -1,0 +1,56 @@
+"""Keras masks on the GPU: float32 tensors of 0.0 (masked) and 1.0 (kept), Keras's booleans.
+
+The few ops masks need beyond the generic ones: comparison with a value (int token ids or
+floats), any/all over the feature axis, and the masked mean over time of GlobalAveragePooling1D.
+"""
+from __future__ import annotations
+
+from ..errors import ShapeError
+from ..tensor import Tensor, empty, view
+from . import dispatch, elementwise, reduce
+from .storage_ops import any_storage
+
+
+@any_storage
+def not_equal(x: Tensor, value) -> Tensor:
+    """1.0 where x != value, else 0.0 (x float32 or int32; the output is float32)."""
+    x._check_alive()
+    out = empty(x.shape)
+    if out.size:
+        integer = x.dtype == "int32"
+        # A non-integer value never equals an int: the sentinel below is never a token id.
+        dispatch.run("not_equal.comp", defines={"INT_INPUT": integer}, buffers=[x, out],
+                     uniforms={"n": out.size, "value": float(value),
+                               "ivalue": int(value) if float(value) == int(float(value)) else -2**31},
+                     groups=dispatch.groups_for(out.size))
+    return out
+
+
+def any_last(x: Tensor, keepdims: bool = False) -> Tensor:
+    """Logical any over the last axis of a 0/1 tensor."""
+    return reduce.reduce("max", x, -1, keepdims)
+
+
+def masked_mean_over_time(x: Tensor, mask: Tensor, keepdims: bool = False) -> Tensor:
+    """Keras's GlobalAveragePooling1D with a mask: x (batch, time, features), mask (batch, time):
+    sum over kept steps / number of kept steps (0/0 = nan, as Keras, for a fully masked row)."""
+    if x.ndim != 3 or mask.shape != x.shape[:2]:
+        raise ShapeError(f"A masked mean over time takes x (batch, time, features) and a mask "
+                         f"(batch, time). Received {list(x.shape)} and {list(mask.shape)}.")
+    m3 = view(mask, mask.shape + (1,))
+    try:
+        kept = elementwise.mul(x, m3)
+        try:
+            total = reduce.reduce("sum", kept, 1, keepdims)
+        finally:
+            kept.dispose()
+        try:
+            count = reduce.reduce("sum", m3, 1, keepdims)
+            try:
+                return elementwise.div(total, count)
+            finally:
+                count.dispose()
+        finally:
+            total.dispose()
+    finally:
+        m3.dispose()

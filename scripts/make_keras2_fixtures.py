@@ -13,8 +13,25 @@ tf-keras' `.keras` zip, whose config is in the Keras 2 dialect), next to
   output_0, output_1, ...   what Keras 2 computed for them (model.predict)
   weights/<layer>/<i>       layer.get_weights()[i]; layers of nested models as
                             weights/<nested model>/<layer>/<i>
-The tests read only these files (no TensorFlow at test time); the numerical comparison of a
-kerasgl model against output_* is left to the layer tests.
+The tests read only these files (no TensorFlow at test time): tests/test_saving.py checks the
+ModelSpecs, tests/test_keras2_files.py checks kerasgl's predict against output_*.
+`python scripts/make_keras2_fixtures.py NAME ...` rewrites only the named fixtures (each is seeded
+from its own name, so one fixture alone comes out the same as in a full run).
+
+Most fixtures are files that Keras 3 (3.15) itself refuses to load, each for a Keras 2 quirk:
+  legacy_sequential_list, legacy_sequential_dict_cnn  Sequential without an InputLayer
+  rnn_time_major, lstm_keras2_defaults, masked_sequences, bidirectional_wrappers,
+  rnn_wrappers                                 `time_major` in LSTM/GRU/SimpleRNN configs
+  conv_groups_and_transpose, conv_pool_1d/_2d, time_distributed_wrappers
+                                               `groups` on Depthwise/Separable/Transposed convs
+  hdf5_named_keras.keras                       an HDF5 file named .keras
+  batchnorm_variants                           BatchNormalization over two axes (and renorm)
+  merge_and_activations                        ThresholdedReLU (removed in Keras 3)
+  core_and_preprocessing                       SpatialDropout1D with noise_shape
+  attention_layers                             MultiHeadAttention's query/key/value_shape keys
+  upsampling_other_interpolations              interpolation="area"
+  nested_sequential, chunked_attrs             Keras 2's node indices of nested models
+and hard_sigmoid.h5 loads in Keras 3 but gives other outputs (Keras 3 changed the formula).
 
 `legacy_sequential_list.h5` is `mlp_sequential.h5` with its model_config rewritten into the form
 old Keras 2 (<= 2.2) wrote: a bare list of layers, no InputLayer, `batch_input_shape` on the first
@@ -244,7 +261,12 @@ def json_and_weights():
 # ------------------------------------------------------------------------------------------------
 
 def randomize_all(model, low: float = -0.5, high: float = 0.5) -> None:
+    """Every weight uniform in [low, high); variances positive; adapted Normalization kept."""
+    kept = {id(v) for layer in model.layers if isinstance(layer, layers.Normalization)
+            for v in layer.weights}
     for var in model.weights:
+        if id(var) in kept:
+            continue
         name = var.name
         value = RNG.uniform(low, high, var.shape).astype("float32")
         if any(key in name for key in ("moving_variance", "moving_stddev", "renorm_stddev")):
@@ -502,6 +524,76 @@ def embedding_input_length():
     save_fixture(model, "embedding_input_length", [RNG.integers(0, 12, (3, 4)).astype("int32")])
 
 
+def upsampling_other_interpolations():
+    """tf-keras UpSampling2D also offers bicubic / area / lanczos / gaussian / mitchellcubic
+    resizing. kerasgl must refuse what it does not implement, never fall back to nearest."""
+    x = keras.Input((4, 4, 2), name="image")
+    a = layers.UpSampling2D(2, interpolation="bicubic", name="up_bicubic")(x)
+    b = layers.UpSampling2D(2, interpolation="area", name="up_area")(x)
+    model = keras.Model(x, [a, b], name="upsampling_k2")
+    save_fixture(model, "upsampling_other_interpolations")
+
+
+def core_and_preprocessing():
+    """Dense on a rank-3 input, RepeatVector / Permute / Reshape(-1), inference-identity layers
+    with Keras 2 options (noise_shape, SpatialDropout1D, GaussianNoise, ActivityRegularization),
+    Rescaling with offset, Normalization adapted (weights) and given mean/variance (config)."""
+    x = keras.Input((4, 3), name="seq")
+    y = layers.Dense(5, activation="softsign", name="dense_rank3")(x)
+    y = layers.Dropout(0.5, noise_shape=(None, 1, 5), name="drop_noise_shape")(y)
+    y = layers.SpatialDropout1D(0.3, name="spatial_drop")(y)
+    y = layers.GaussianNoise(0.2, name="noise")(y)
+    y = layers.ActivityRegularization(l1=0.01, name="act_reg")(y)
+    y = layers.Permute((2, 1), name="permute")(y)
+    y = layers.Reshape((-1,), name="reshape_flat")(y)
+    y = layers.RepeatVector(2, name="repeat")(y)
+    y = layers.Rescaling(0.5, offset=-0.25, name="rescale")(y)
+    adapted = layers.Normalization(axis=-1, name="norm_adapted")
+    adapted.adapt(RNG.normal(1.0, 3.0, (64, 2, 20)).astype("float32"))
+    y = adapted(y)
+    z = layers.Normalization(mean=[0.5, -1.0, 2.0], variance=[4.0, 0.25, 1.0],
+                             name="norm_given")(x)
+    model = keras.Model(x, [y, z], name="core_k2")
+    randomize_all(model)
+    save_fixture(model, "core_and_preprocessing")
+
+
+def masked_sequences():
+    """Keras 2 masking: Embedding(mask_zero=True) and Masking feeding RNNs and a mask-aware
+    GlobalAveragePooling1D; inputs padded with zeros at the end (and in the middle)."""
+    tokens = keras.Input((6,), name="tokens", dtype="int32")
+    e = layers.Embedding(10, 4, mask_zero=True, name="embed_masked")(tokens)
+    a = layers.LSTM(3, return_sequences=True, name="lstm_masked")(e)
+    a = layers.GlobalAveragePooling1D(name="gavg_masked")(a)
+    feats = keras.Input((6, 3), name="feats")
+    m = layers.Masking(mask_value=0.0, name="masking")(feats)
+    b = layers.GRU(2, name="gru_masked")(m)
+    model = keras.Model([tokens, feats], [a, b], name="masked_k2")
+    randomize_all(model)
+    ids = RNG.integers(1, 10, (3, 6)).astype("int32")
+    ids[0, 4:] = 0
+    ids[1, 2] = 0
+    values = RNG.normal(0, 1, (3, 6, 3)).astype("float32")
+    values[0, 3:] = 0.0
+    values[2, 1] = 0.0
+    save_fixture(model, "masked_sequences", [ids, values])
+
+
+def attention_layers():
+    """Keras 2 attention configs: MultiHeadAttention (einsum kernels), Attention with use_scale
+    and score_mode, AdditiveAttention, each with a causal mask given in the call."""
+    q = keras.Input((4, 6), name="query")
+    v = keras.Input((5, 6), name="value")
+    mha = layers.MultiHeadAttention(num_heads=2, key_dim=3, name="mha")(q, v)
+    att = layers.Attention(use_scale=True, name="dot_attention")([q, v])
+    add = layers.AdditiveAttention(name="additive_attention")([q, v])
+    self_att = layers.MultiHeadAttention(num_heads=2, key_dim=2, value_dim=3,
+                                         name="mha_causal")(q, q, use_causal_mask=True)
+    model = keras.Model([q, v], [mha, att, add, self_att], name="attention_k2")
+    randomize_all(model)
+    save_fixture(model, "attention_layers")
+
+
 def main(argv: list[str]) -> int:
     """Write every fixture, or only those named on the command line."""
     os.makedirs(OUT, exist_ok=True)
@@ -510,7 +602,9 @@ def main(argv: list[str]) -> int:
                  json_and_weights, legacy_sequential_dict_cnn, rnn_time_major,
                  lstm_keras2_defaults, bidirectional_wrappers, time_distributed_wrappers,
                  conv_groups_and_transpose, hdf5_named_keras, conv_pool_2d, conv_pool_1d,
-                 merge_and_activations, batchnorm_variants, embedding_input_length):
+                 merge_and_activations, batchnorm_variants, embedding_input_length,
+                 upsampling_other_interpolations, core_and_preprocessing, masked_sequences,
+                 attention_layers):
         if argv and make.__name__ not in argv:
             continue
         # Seeded per fixture, so writing one fixture alone reproduces it exactly.

@@ -39,7 +39,9 @@ KERAS2_MODELS = ["mlp_sequential", "legacy_sequential_list", "cnn_functional",
                  "rnn_wrappers", "tf_op_lambda", "legacy_sequential_dict_cnn", "rnn_time_major",
                  "lstm_keras2_defaults", "bidirectional_wrappers", "time_distributed_wrappers",
                  "conv_groups_and_transpose", "conv_pool_2d", "conv_pool_1d",
-                 "merge_and_activations", "batchnorm_variants", "embedding_input_length"]
+                 "merge_and_activations", "batchnorm_variants", "embedding_input_length",
+                 "upsampling_other_interpolations", "core_and_preprocessing", "masked_sequences",
+                 "attention_layers"]
 
 
 def npz(name: str):
@@ -318,6 +320,27 @@ def test_keras2_leaky_relu_alpha_and_thresholded_relu():
     assert "alpha" not in layer(spec, "leaky").config
     assert layer(spec, "thresholded").config["theta"] == pytest.approx(0.4)
     assert layer(spec, "relu_all").config["threshold"] == pytest.approx(0.25)
+
+
+def test_keras2_spatial_dropout_noise_shape_dropped_and_dropout_keeps_its_own():
+    raw = _raw_layer_configs("core_and_preprocessing")
+    assert "noise_shape" in raw["spatial_drop"]
+    spec = read_model(keras2_path("core_and_preprocessing.h5"))
+    assert "noise_shape" not in layer(spec, "spatial_drop").config
+    assert layer(spec, "drop_noise_shape").config["noise_shape"] == [None, 1, 5]
+
+
+def test_keras2_later_call_arguments_arrive_as_keyword_tensors():
+    """Keras 2 serialises every argument after the first by name: mha(q, v) -> value=v."""
+    spec = read_model(keras2_path("attention_layers.h5"))
+    mha = layer(spec, "mha").inbound_nodes[0]
+    assert mha.args == [TensorRef("query", 0, 0)]
+    assert mha.kwargs == {"value": TensorRef("value", 0, 0)}
+    causal = layer(spec, "mha_causal").inbound_nodes[0]
+    assert causal.kwargs == {"value": TensorRef("query", 0, 0), "use_causal_mask": True}
+    assert layer(spec, "mha").config["value_shape"] == [None, 5, 6]
+    assert layer(spec, "dot_attention").inbound_nodes[0].args == [
+        [TensorRef("query", 0, 0), TensorRef("value", 0, 0)]]
 
 
 def test_keras2_hdf5_file_named_keras():

@@ -22,6 +22,9 @@ LayerSpec
 - nested models: `inner` is their ModelSpec, `config` is {"name", "trainable", "dtype"} and
   `weights` is [] (weights live on the inner layers).
 - NodeSpec: args/kwargs exactly as called; first-argument lists (merge layers) stay lists.
+  Keras 2 files record only the FIRST argument positionally and every later one by name
+  (keras/engine/node.py serialize), so `mha(q, v)` arrives as args=[q], kwargs={"value": v}:
+  the graph must hand tensor kwargs (and their shapes) to the layer by keyword.
 
 Layer config (LayerSpec.config)
 - "name" (str), "trainable" (bool) and, for layers, "dtype" (str): a DTypePolicy / Policy dict
@@ -42,6 +45,9 @@ Layer config (LayerSpec.config)
 - "groups" is removed from DepthwiseConv*, SeparableConv* and Conv*Transpose (Keras 2 wrote it
   there, where it meant nothing; see _NO_GROUPS_IN_KERAS3). Embedding: Keras 2's "input_length"
   is removed (the input shape lives on the InputLayer).
+  SpatialDropout*: Keras 2's "noise_shape" is removed.
+- Kept as written, for the layers to read: Keras 2 MultiHeadAttention's "query_shape" /
+  "key_shape" / "value_shape" (build shapes) and "softmax_robust_masking".
 - RNN layers (SimpleRNN/LSTM/GRU/RNN, also inside Bidirectional): Keras 2's "time_major" is
   KEPT as written (a bool; absent in Keras 3 files, which means False). True means the layer's
   input and sequence output are (time, batch, ...) instead of (batch, time, ...); the returned
@@ -225,6 +231,8 @@ def normalize_layer_config(class_name: str, config: dict) -> dict:
         out.pop("groups", None)
     if class_name == "Embedding":
         out.pop("input_length", None)
+    if class_name.startswith("SpatialDropout"):
+        out.pop("noise_shape", None)       # Keras 2 wrote None there; inference is identity
     return out
 
 

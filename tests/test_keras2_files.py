@@ -36,17 +36,16 @@ MUST_MATCH = {
     "rnn_time_major", "lstm_keras2_defaults",
     # kerasgl/layers/wrappers.py (commit 14d04d8): inner configs with time_major / groups
     "rnn_wrappers", "bidirectional_wrappers", "time_distributed_wrappers",
+    # kerasgl/masks.py (commit 5963d65): Embedding(mask_zero) / Masking into RNNs and pooling
+    "masked_sequences",
     "core_and_preprocessing",
 }
-RNN_CLASSES = {"SimpleRNN", "LSTM", "GRU"}
 MAY_REFUSE = {
     # tf.keras records `y * 2.0 + 1.0` as TFOpLambda layers that name TensorFlow functions:
     # refused on purpose (running them would mean re-implementing TensorFlow's API).
     "tf_op_lambda": {"TFOpLambda"},
     # tf-keras' other resize methods; kerasgl implements nearest and bilinear.
     "upsampling_other_interpolations": {"UpSampling2D"},
-    # masks reaching an RNN / a mask-aware pooling (masking support is in progress)
-    "masked_sequences": RNN_CLASSES | {"GlobalAveragePooling1D", "Masking"},
     "attention_layers": {"MultiHeadAttention", "Attention", "AdditiveAttention"},
 }
 

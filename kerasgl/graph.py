@@ -7,6 +7,8 @@ weights; a model nested as a layer is a NestedModel whose call runs its own Grap
 """
 from __future__ import annotations
 
+import inspect
+
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -419,10 +421,20 @@ def infer_node(node: Node, shapes: dict) -> list[tuple]:
         return output_list(layer.node_output_shape(map_refs(node.args, symbolic),
                                                    map_refs(node.kwargs, symbolic)))
     positional = [map_refs(arg, shapes.__getitem__) for arg in node.args if refs_in(arg)]
+    # Keras 2 stores every call argument after the first by keyword (`mha(q, v)` is saved as
+    # args=[q], kwargs={"value": v}): tensor keywords reach the layers that declare them.
+    keyword = {key: map_refs(value, shapes.__getitem__) for key, value in node.kwargs.items()
+               if refs_in(value) and _accepts_keyword(layer.compute_output_shape, key)}
     if not layer.built:
-        layer.build(*positional)
+        layer.build(*positional, **{k: v for k, v in keyword.items()
+                                    if _accepts_keyword(layer.build, k)})
         layer.built = True
-    return output_list(layer.compute_output_shape(*positional))
+    return output_list(layer.compute_output_shape(*positional, **keyword))
+
+
+def _accepts_keyword(method, name: str) -> bool:
+    parameters = inspect.signature(method).parameters
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
 
 class NestedModel(Layer):

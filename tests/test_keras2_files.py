@@ -39,6 +39,8 @@ MUST_MATCH = {
     # kerasgl/masks.py (commit 5963d65): Embedding(mask_zero) / Masking into RNNs and pooling
     "masked_sequences",
     "core_and_preprocessing",
+    # graph.py hands Keras 2's keyword tensor arguments (mha(q, v) saved as value=v) to layers
+    "attention_layers",
 }
 MAY_REFUSE = {
     # tf.keras records `y * 2.0 + 1.0` as TFOpLambda layers that name TensorFlow functions:
@@ -46,15 +48,11 @@ MAY_REFUSE = {
     "tf_op_lambda": {"TFOpLambda"},
     # tf-keras' other resize methods; kerasgl implements nearest and bilinear.
     "upsampling_other_interpolations": {"UpSampling2D"},
-    "attention_layers": {"MultiHeadAttention", "Attention", "AdditiveAttention"},
 }
 
 # Known failures, reported to their owners; strict xfail, so a fix turns the test red until the
 # fixture is moved to MUST_MATCH.
 KNOWN_BUGS = {
-    # Keras 2 records mha(q, v) as args=[q], kwargs={"value": v}; graph.py does not hand keyword
-    # tensor shapes to MultiHeadAttention.compute_output_shape (ShapeError at load).
-    "attention_layers": "graph: keyword tensor arguments of Keras 2 calls (MHA value=)",
 }
 
 

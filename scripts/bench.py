@@ -781,10 +781,13 @@ def write_plot(path: str, results: dict) -> str | None:
          "kerasgl peak", "naive sum"),
     ]
     for ax, title, ours, theirs, label_a, label_b in panels:
-        ax.bar(xs - 0.2, ours, 0.4, label=label_a, color="#1f77b4")
+        bars = ax.bar(xs - 0.2, ours, 0.4, label=label_a, color="#1f77b4")
+        ax.bar_label(bars, fmt="%.3g", fontsize=7)
         if any(v is not None for v in theirs):
-            ax.bar(xs + 0.2, [v or 0 for v in theirs], 0.4, label=label_b, color="#ff7f0e")
+            bars = ax.bar(xs + 0.2, [v or 0 for v in theirs], 0.4, label=label_b, color="#ff7f0e")
+            ax.bar_label(bars, fmt="%.3g", fontsize=7)
         ax.set_yscale("log")
+        ax.margins(y=0.15)
         ax.set_xticks(xs, names, rotation=15)
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=8)

@@ -280,3 +280,33 @@ def test_ops_match_numpy(causal, zero):
         merged = attn_ops.mask_and(kg.tensor(mask), kg.tensor(rows[:, None, :, None]), (G, N, T, S))
         assert_close(merged.numpy(), ((mask != 0) & (rows[:, None, :, None] != 0)).astype("float32")
                      * np.ones((G, N, T, S)), what="mask_and")
+
+
+def test_multi_head_attention_called_by_keywords(tmp_path):
+    """mha(query=q, value=v, key=k): Keras 3 saves every tensor as a keyword argument."""
+    q, v, k = keras.Input((4, 8)), keras.Input((5, 6)), keras.Input((5, 3))
+    out, scores = L.MultiHeadAttention(3, 2, name="mha")(query=q, value=v, key=k,
+                                                         return_attention_scores=True)
+    assert_matches_keras(keras.Model([q, v, k], [out, scores]), tmp_path)
+
+
+# Keras 3 does not record the masks that reach attention layers in functional configs (no
+# `mask=` / `query_mask=` in their nodes: Keras re-propagates them when it rebuilds the model),
+# so masks.py must propagate them at run time for these layers too. Until it does, kerasgl
+# silently ignores the mask here; strict xfail, so the fix turns this red until the marker goes.
+@pytest.mark.xfail(strict=True, reason="masks.py: implicit masks into attention layers of Keras 3 "
+                   "functional models are not propagated (silently ignored)")
+@pytest.mark.parametrize("kind", ["mha", "attention", "additive"])
+def test_masked_embeddings_into_attention_through_load_model(tmp_path, kind):
+    tokens, other = keras.Input((6,), dtype="int32"), keras.Input((5,), dtype="int32")
+    q = L.Embedding(10, 8, mask_zero=True)(tokens)
+    v = L.Embedding(10, 8, mask_zero=True)(other)
+    if kind == "mha":
+        out = L.MultiHeadAttention(2, 4)(q, v)
+    else:
+        out = (L.Attention() if kind == "attention" else L.AdditiveAttention())([q, v])
+    ids, ids2 = RNG.integers(1, 10, (3, 6)), RNG.integers(1, 10, (3, 5))
+    ids[0, 3:] = 0
+    ids2[1, 2:] = 0
+    assert_matches_keras(keras.Model([tokens, other], out), tmp_path,
+                         inputs=[ids.astype("int32"), ids2.astype("int32")])

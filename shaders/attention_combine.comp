@@ -4,12 +4,17 @@
 // projection reads. Each invocation computes HB = 4 consecutive h of one (g, t, n), so every
 // weight is loaded once per 4 outputs.
 // Defines: ROW_MASK (rows whose `row_mask` entry is 0 are written as 0; strides r_sg, r_st),
-// MASK_INT (the row mask holds int32, else float32).
+// MASK_INT (the row mask holds int32, else float32), VEC4 (H % 4 == 0: values read as vec4).
 #include "common.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
 #define HB 4
 layout(std430, binding = 0) readonly buffer Pw { float p[]; };
+#if VEC4
+// H % 4 == 0: each block of 4 values starts on a vec4 boundary.
+layout(std430, binding = 1) readonly buffer V { vec4 v4[]; };
+#else
 layout(std430, binding = 1) readonly buffer V { float v[]; };
+#endif
 #if MASK_INT
 layout(std430, binding = 2) readonly buffer R { int row_mask[]; };
 #else
@@ -45,6 +50,9 @@ void main() {
     int v_base = g * S * N * H + n * H + h0;
     int v_step = N * H;
     vec4 acc = vec4(0.0);
+#if VEC4
+    for (int s = 0; s < S; ++s) acc += p[p_base + s] * v4[(v_base + s * v_step) / 4];
+#else
     if (count == HB) {
         for (int s = 0; s < S; ++s) {
             int vb = v_base + s * v_step;
@@ -57,5 +65,6 @@ void main() {
             for (int j = 0; j < count; ++j) acc[j] += w * v[vb + j];
         }
     }
+#endif
     for (int j = 0; j < count; ++j) o[out_base + j] = acc[j];
 }

@@ -12,11 +12,18 @@
 //   CAUSAL       keep s <= t only;  WINDOW: keep |t - s| < window only
 //   MASK_SUBTRACT  a masked score becomes score - mask_fill (else it becomes mask_fill)
 //   ZERO_MASKED  masked probabilities are set to 0 after the softmax
+//   VEC4         H % 4 == 0 and dot scores: q and k read as vec4
 #include "common.glsl"
 #include "activations.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
+#if VEC4
+// H % 4 == 0: every row starts on a vec4 boundary, so q and k are read four floats at a time.
+layout(std430, binding = 0) readonly buffer Q { vec4 q4[]; };
+layout(std430, binding = 1) readonly buffer K { vec4 k4[]; };
+#else
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer K { float k[]; };
+#endif
 layout(std430, binding = 2) readonly buffer C { float coef[]; };
 #if MASK_INT
 layout(std430, binding = 3) readonly buffer M { int mask[]; };
@@ -76,6 +83,9 @@ void main() {
 #endif
             acc += c * act_tanh(tanh_scale * (q[q_base + h] + k[kb + h]));
         }
+#elif VEC4
+        int q4_base = q_base / 4, k4_base = kb / 4;
+        for (int h = 0; h < H / 4; ++h) acc += dot(q4[q4_base + h], k4[k4_base + h]);
 #else
         for (int h = 0; h < H; ++h) acc += q[q_base + h] * k[kb + h];
 #endif

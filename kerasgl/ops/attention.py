@@ -88,7 +88,7 @@ def attention_weights(query: Tensor, key: Tensor, *, scale: float = 1.0, additiv
         "ADDITIVE": additive, "HAS_COEF": coef is not None, "HAS_MASK": mask is not None,
         "MASK_INT": mask is not None and mask.dtype == "int32", "CAUSAL": bool(causal),
         "WINDOW": window is not None, "MASK_SUBTRACT": mask_mode == "subtract",
-        "ZERO_MASKED": bool(zero_masked),
+        "ZERO_MASKED": bool(zero_masked), "VEC4": not additive and H % 4 == 0,
     }
     uniforms = {
         "G": G, "N": N, "T": T, "S": S, "H": H, "scale": float(scale),
@@ -121,7 +121,7 @@ def attention_combine(weights: Tensor, value: Tensor, row_mask: Tensor | None = 
     if out.size == 0:
         return out
     defines = {"ROW_MASK": row_mask is not None,
-               "MASK_INT": row_mask is not None and row_mask.dtype == "int32"}
+               "MASK_INT": row_mask is not None and row_mask.dtype == "int32", "VEC4": H % 4 == 0}
     uniforms = {"G": G, "N": N, "T": T, "S": S, "H": H, "r_sg": r_strides[0], "r_st": r_strides[1]}
     blocks = math.ceil(H / 4)
     buffers = [weights, value, row_mask if row_mask is not None else out, out]

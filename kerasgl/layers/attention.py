@@ -151,8 +151,6 @@ class MultiHeadAttention(Layer):
         if isinstance(out_shape, int):
             out_shape = [out_shape]
         self.output_shape_config = tuple(int(d) for d in out_shape) if out_shape else None
-        if self.option("flash_attention"):
-            pass   # an implementation choice of the backend: same numbers
         self.returns_scores = _node_flag(self, "return_attention_scores")
         self._check_weights()
 

@@ -12,9 +12,9 @@ import time
 
 import numpy as np
 
-from . import context
 from .errors import ShapeError
 from .graph import TensorSpec, format_shape
+from .ops import dispatch
 from .tensor import Tensor, empty
 
 DEFAULT_BATCH_SIZE = 32
@@ -102,8 +102,7 @@ def batch_slice(x: Tensor, start: int, stop: int) -> Tensor:
     row = x.nbytes // max(1, x.shape[0])
     out = empty((stop - start,) + tuple(x.shape[1:]), x.dtype)
     if out.size:
-        context.get_context().copy_buffer(out.gl_buffer(), x.gl_buffer(), size=out.nbytes,
-                                          read_offset=start * row)
+        dispatch.copy_buffer(out, x, size=out.nbytes, read_offset=start * row)
     return out
 
 
@@ -126,8 +125,7 @@ def concat_batches(parts: list[Tensor]) -> Tensor:
 
 def _append(out: Tensor, part: Tensor, offset: int) -> int:
     if part.size:
-        context.get_context().copy_buffer(out.gl_buffer(), part.gl_buffer(), size=part.nbytes,
-                                          write_offset=offset)
+        dispatch.copy_buffer(out, part, size=part.nbytes, write_offset=offset)
     return offset + part.nbytes
 
 

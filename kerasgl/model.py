@@ -20,6 +20,7 @@ from .feeding import (DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count,
                       check_input, concat_batches)
 from .graph import Graph, NestedModel, TensorSpec
 from .masks import prepare_graph
+from .plan import ModelPlans, PlanInfo
 from .saving.spec import ModelSpec, TensorRef
 from .tensor import Tensor, tensor as upload, view
 
@@ -47,6 +48,7 @@ class Model:
         self._graph = graph
         self._spec = spec
         self._disposed = False
+        self._plans = ModelPlans(graph, spec.name)     # compiled predict calls (plan.py)
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> "Model":
@@ -73,6 +75,7 @@ class Model:
         """Free every weight on the GPU now. Disposing twice is harmless."""
         if not self._disposed:
             self._disposed = True
+            self._plans.dispose()
             self._graph.dispose()
 
     @property
@@ -232,13 +235,10 @@ class Model:
         parts: list[list[np.ndarray]] = [[] for _ in wanted]
         for step in range(steps):
             start, stop = step * batch_size, min(count, (step + 1) * batch_size)
-            # tidy: whatever a layer might leave behind dies with the batch, not with the process.
-            with ownership.tidy():
-                inputs = [upload(a[start:stop], dtype=d) for a, d in zip(arrays, dtypes)]
-                for i, out in enumerate(self._graph.execute(inputs, wanted)):
-                    parts[i].append(out.numpy())
-                    out.dispose()
-                ownership.dispose(inputs)
+            # A compiled plan when one exists for this shape, else eager execution (plan.py).
+            outs = self._plans.predict_arrays([a[start:stop] for a in arrays], dtypes, wanted)
+            for i, out in enumerate(outs):
+                parts[i].append(out)
             progress.update(step + 1)
         return [p[0] if len(p) == 1 else np.concatenate(p, axis=0) for p in parts]
 
@@ -247,7 +247,7 @@ class Model:
             inputs = [v if isinstance(v, Tensor) else upload(v, dtype=s.dtype)
                       for v, s in zip(values, self.inputs)]
             if batch_size is None or batch_size >= count:
-                return self._graph.execute(inputs, wanted)
+                return self._plans.predict_tensors(inputs, wanted)
             buffers = [t if t.storage == "buffer" else t.to_buffer() for t in inputs]
             steps = math.ceil(count / batch_size)
             progress = Progress(steps, verbose)
@@ -255,7 +255,7 @@ class Model:
             for step in range(steps):
                 start, stop = step * batch_size, min(count, (step + 1) * batch_size)
                 batch = [batch_slice(t, start, stop) for t in buffers]
-                for i, out in enumerate(self._graph.execute(batch, wanted)):
+                for i, out in enumerate(self._plans.predict_tensors(batch, wanted)):
                     parts[i].append(out)
                 ownership.dispose(batch)
                 progress.update(step + 1)
@@ -266,6 +266,13 @@ class Model:
         # results to the caller's scope.
         results = ownership.tidy(run)
         return [_owned_by_scope(t) for t in results]
+
+    # -- execution plans ----------------------------------------------------------------------------
+    def plan_info(self) -> list[PlanInfo]:
+        """What predict knows about each recent input shape: planned (with its memory: planned
+        bytes, peak live bytes, the naive sum), still recording, or eager and why (plan.py)."""
+        self._check_alive()
+        return self._plans.info()
 
     # -- summary ----------------------------------------------------------------------------------
     def summary(self, print_fn=None, expand_nested: bool = False, line_length: int | None = None):

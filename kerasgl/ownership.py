@@ -53,14 +53,49 @@ class GLObject:
         self.handle.release()
         self.handle = None
         _registry.pop(id(self), None)
+        if _recorders:
+            _recorders[-1].released(self)
 
 
 _registry: dict[int, GLObject] = {}
+PLAN_LABEL = "plan"                 # labels of GL objects an execution plan owns start with this
 _names_seen: Counter = Counter()   # highest GL name seen per kind, bounds the driver probe
 
 
 def live_gl_objects() -> list[GLObject]:
     return list(_registry.values())
+
+
+def gl_object_of(handle) -> GLObject | None:
+    """The registered GLObject wrapping a moderngl handle (a linear search: for rare callers,
+    such as a recorder meeting a raw buffer)."""
+    for obj in _registry.values():
+        if obj.handle is handle:
+            return obj
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording GPU actions (plan.py compiles a predict call from what it records)
+# ---------------------------------------------------------------------------------------------
+# Every GPU action reports here while a recorder is active: tensor.empty (created, with the bytes
+# uploaded), GLObject.release (released), Tensor.numpy (read_back), ops/dispatch.py (dispatch,
+# copy). Off, the cost is one list test per action.
+_recorders: list = []
+
+
+def active_recorder():
+    return _recorders[-1] if _recorders else None
+
+
+@contextmanager
+def recording(recorder):
+    """Report every GPU action made inside to `recorder` (innermost recorder wins)."""
+    _recorders.append(recorder)
+    try:
+        yield recorder
+    finally:
+        _recorders.remove(recorder)
 
 
 def highest_name_seen(kind: str) -> int:
@@ -287,6 +322,7 @@ class MemoryInfo:
     num_bytes: int                   # bytes of tensor storage (shared storage counted once)
     gl_objects: dict = field(default_factory=dict)   # kind -> KindUsage, every GL object we own
     num_bytes_in_gpu: int = 0        # bytes of every GL object kerasgl owns (tensors, plans, ...)
+    planned_bytes: int = 0           # of which held by models' execution plans (plan.py)
 
     @property
     def num_buffers(self) -> int:
@@ -303,7 +339,8 @@ class MemoryInfo:
     def __str__(self) -> str:
         kinds = ", ".join(f"{k}s={u.count} ({u.bytes} B)" for k, u in sorted(self.gl_objects.items()))
         return (f"MemoryInfo(num_tensors={self.num_tensors}, num_bytes={self.num_bytes}, "
-                f"num_bytes_in_gpu={self.num_bytes_in_gpu}, {kinds or 'no GL objects'})")
+                f"num_bytes_in_gpu={self.num_bytes_in_gpu}, planned_bytes={self.planned_bytes}, "
+                f"{kinds or 'no GL objects'})")
 
 
 def memory() -> MemoryInfo:
@@ -317,6 +354,7 @@ def memory() -> MemoryInfo:
         num_bytes=sum(s.gl.nbytes for s in storages.values()),
         gl_objects={k: KindUsage(c, b) for k, (c, b) in by_kind.items()},
         num_bytes_in_gpu=sum(obj.nbytes for obj in _registry.values()),
+        planned_bytes=sum(obj.nbytes for obj in _registry.values() if obj.label.startswith(PLAN_LABEL)),
     )
 
 

@@ -124,6 +124,8 @@ class Tensor:
         """Copy the data back to a new numpy array."""
         self._check_alive()
         gl = self._storage.gl
+        if memory._recorders:
+            memory._recorders[-1].read_back(gl)
         raw = gl.handle.read()
         flat = np.frombuffer(raw, dtype=DTYPES[self.dtype])[: self.size]
         return flat.reshape(self.shape).copy()
@@ -279,6 +281,8 @@ def empty(shape, dtype="float32", storage: str = "buffer", data: bytes | None = 
         handle = ctx.texture((width, height), 1, data=data, dtype=fmt)
         handle.filter = (0x2600, 0x2600)  # GL_NEAREST: no filtering, no mipmaps needed
         gl = memory.GLObject("texture", handle, width * height * 4, label)
+    if memory._recorders:
+        memory._recorders[-1].created(gl, data)
     return Tensor(memory.Storage(gl), shape, dtype)
 
 

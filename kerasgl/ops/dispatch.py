@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from .. import context, shaders
+from .. import context, ownership, shaders
 
 MAX_GROUPS_PER_DIM = 65535
 DEFAULT_LOCAL_SIZE = 64
@@ -31,21 +31,44 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), unifor
         array to the elements the code can reach, and moderngl wants exactly that length).
     """
     program = shaders.program(name, defines)
-    for binding, buf in enumerate(buffers):
-        handle = buf.gl_buffer() if hasattr(buf, "gl_buffer") else buf
+    handles = [buf.gl_buffer() if hasattr(buf, "gl_buffer") else buf for buf in buffers]
+    for binding, handle in enumerate(handles):
         handle.bind_to_storage_buffer(binding)
     for unit, texture, read, write, fmt in images:
         texture.bind_to_image(unit, read=read, write=write, format=fmt)
-    if uniforms:
-        for key, value in uniforms.items():
-            member = program.get(key, None)
-            if member is None:
-                continue
-            if isinstance(value, tuple):
-                kept = member.array_length * member.dimension
-                if len(value) > kept:
-                    value = value[0] if kept == 1 else value[:kept]
-            member.value = value
+    settings = resolve_uniforms(program, uniforms) if uniforms else ()
+    for member, value in settings:
+        member.value = value
+    groups = tuple(groups)
     program.run(*groups)
     # Later dispatches and reads must see these writes.
     context.get_context().memory_barrier()
+    if ownership._recorders:
+        ownership._recorders[-1].dispatch(name, defines, program, buffers, handles, images,
+                                          settings, groups)
+
+
+def resolve_uniforms(program, uniforms: dict) -> list:
+    """(moderngl uniform member, value) pairs to set: names the compiler dropped are left out and
+    array values cut to the length it kept. Plans (plan.py) resolve once and replay the pairs."""
+    settings = []
+    for key, value in uniforms.items():
+        member = program.get(key, None)
+        if member is None:
+            continue
+        if isinstance(value, tuple):
+            kept = member.array_length * member.dimension
+            if len(value) > kept:
+                value = value[0] if kept == 1 else value[:kept]
+        settings.append((member, value))
+    return settings
+
+
+def copy_buffer(dst, src, size: int, read_offset: int = 0, write_offset: int = 0) -> None:
+    """Copy `size` bytes between buffer tensors (GPU to GPU), recorded like a dispatch."""
+    if size <= 0:
+        return
+    context.get_context().copy_buffer(dst.gl_buffer(), src.gl_buffer(), size=size,
+                                      read_offset=read_offset, write_offset=write_offset)
+    if ownership._recorders:
+        ownership._recorders[-1].copy(dst, src, size, read_offset, write_offset)

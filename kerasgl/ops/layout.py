@@ -43,8 +43,7 @@ def copy(x: Tensor) -> Tensor:
         return to_texture(x)
     out = empty(x.shape, x.dtype)
     if x.size:
-        from .. import context
-        context.get_context().copy_buffer(out.gl_buffer(), x.gl_buffer(), size=x.nbytes)
+        dispatch.copy_buffer(out, x, size=x.nbytes)
     return out
 
 

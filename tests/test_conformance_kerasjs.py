@@ -5,7 +5,7 @@ Each case is a Keras 3 legacy .h5 model with inputs and the outputs Keras 2 comp
   where Keras 3 reproduces it, else (hard_sigmoid: the files are Keras 3 files) Keras 3's output.
 - Every other case must either match in the same way or be refused at load with
   UnsupportedLayerError: never a silent wrong answer.
-Stateful recurrent cases are checked by their protocol in the recurrent tests (a later issue).
+Stateful recurrent cases are checked by their protocol in tests/test_layers_recurrent.py.
 """
 import json
 import os
@@ -18,16 +18,12 @@ import kerasgl as kg
 DATA = os.path.join(os.path.dirname(__file__), "data", "kerasjs")
 ATOL = RTOL = 1e-4
 
-# Layer groups of the model issue (everything but recurrent layers, wrappers and the 3D family).
-OUT_OF_SCOPE_PREFIXES = ("recurrent.", "wrappers.")
-OUT_OF_SCOPE_3D = ("3D",)
+# Layer groups kerasgl covers so far: everything but the 3D family.
+OUT_OF_SCOPE_SUFFIXES = ("3D",)
 
 
 def in_scope(case) -> bool:
-    group = case["layer_group"]
-    if group.startswith(OUT_OF_SCOPE_PREFIXES) or group.endswith(OUT_OF_SCOPE_3D):
-        return False
-    return not case.get("stateful")
+    return not case["layer_group"].endswith(OUT_OF_SCOPE_SUFFIXES) and not case.get("stateful")
 
 
 def load_cases():

@@ -248,17 +248,25 @@ def _is_nested_model(class_name: str, config) -> bool:
         isinstance(config, list) or (isinstance(config, dict) and "layers" in config))
 
 
+# Keras ops whose config carries a "dtype" argument (so "dtype" alone cannot tell them from a
+# layer); none of these names is also a Keras layer class.
+_OPS_WITH_DTYPE = {"ZerosLike", "OnesLike", "FullLike", "Cast", "Zeros", "Ones", "Full", "Eye",
+                   "Identity", "Tri", "Arange", "Linspace", "Logspace", "Empty", "EmptyLike"}
+
+
 def _is_op_node(entry: dict, keras_major: int) -> bool:
     module = entry.get("module")
     if module:
         return module.startswith(OP_MODULE_PREFIX) or module.startswith("keras.ops")
     # Legacy .h5 files of Keras 3 drop modules. A Layer config always has "dtype" (its dtype
-    # policy) and usually "trainable" (SpatialDropout's lacks it); an op's config has neither
-    # (an op that takes a dtype argument, such as cast, then reads as an unknown layer: refused
-    # at load, never run wrongly).
+    # policy) and usually "trainable" (SpatialDropout's lacks it); an op's config has neither,
+    # except the ops that take a dtype argument (ZerosLike appears wherever Keras merges masks).
     config = entry.get("config")
-    return (keras_major == 3 and entry.get("class_name") != "InputLayer"
-            and isinstance(config, dict) and "trainable" not in config and "dtype" not in config)
+    if keras_major != 3 or entry.get("class_name") == "InputLayer" or not isinstance(config, dict):
+        return False
+    if "trainable" in config:
+        return False
+    return "dtype" not in config or entry.get("class_name") in _OPS_WITH_DTYPE
 
 
 def _entry_config(entry: dict) -> dict | list:

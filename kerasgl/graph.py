@@ -12,7 +12,7 @@ import inspect
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import masks as mask_rules
+from . import fusion, masks as mask_rules
 from .errors import ModelFileError, ShapeError, UnsupportedLayerError
 from .layers import LAYER_CLASSES
 from .layers.base import Layer
@@ -218,6 +218,7 @@ class Graph:
         if len(input_shapes) != len(self.input_refs):
             raise ShapeError(f"Model '{self.name}' expects {len(self.input_refs)} input(s), "
                              f"received {len(input_shapes)}.")
+        fusion.fuse_once(self, input_shapes)    # before any build: folding changes the weights
         shapes = {ref: tuple(shape) for ref, shape in zip(self.input_refs, input_shapes)}
         for node in self.nodes:
             if node.output_ref() in shapes and not node.refs:
@@ -239,6 +240,7 @@ class Graph:
     # -- running ------------------------------------------------------------------------------------
     def needed_nodes(self, wanted: list[TensorRef]) -> list[Node]:
         """The nodes that `wanted` depends on (an inner layer's output needs only its ancestors)."""
+        fusion.check_wanted(self, wanted)       # values fusion no longer computes are refused
         needed, stack = set(), [(ref.layer, ref.node_index) for ref in wanted]
         fed = {(ref.layer, ref.node_index) for ref in self.input_refs}
         while stack:

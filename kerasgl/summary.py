@@ -1,6 +1,7 @@
 """model.summary(): Keras's table (layer, output shape, parameters) plus the shaders each layer runs."""
 from __future__ import annotations
 
+from .fusion import FusedAway, fusions_of
 from .graph import Graph, NestedModel, format_shape
 
 COLUMNS = ("Layer (type)", "Output Shape", "Param #", "Connected to", "Shaders")
@@ -13,6 +14,11 @@ def _shapes_text(graph: Graph, layer) -> str:
     texts = []
     for node in nodes:
         shapes = node.output_shapes
+        if isinstance(node.layer, FusedAway) and node.refs and node.refs[0] in graph.shapes:
+            try:    # the shape Keras reports (what flows is the producer's business)
+                shapes = [tuple(node.layer.original.compute_output_shape(graph.shapes[node.refs[0]]))]
+            except Exception:
+                pass
         text = format_shape(shapes[0]) if len(shapes) == 1 else "[" + ", ".join(
             format_shape(s) for s in shapes) + "]"
         if text not in texts:
@@ -38,10 +44,17 @@ def _summary_layers(graph: Graph) -> list:
 
 def _rows(graph: Graph, layers, expand_nested: bool, functional: bool, depth: int = 0):
     indent = "  " * depth + ("└ " if depth else "")
+    # Load-time fusions (fusion.py): "conv1 (Conv2D) (+bn1, +relu1)"; the layers fused away run
+    # no shader of their own.
+    absorbed = {f.host: f.absorbed for f in fusions_of(graph)}
+    host_of = {name: f.host for f in fusions_of(graph) for name in f.absorbed}
     for layer in layers:
-        yield (f"{indent}{layer.name} ({layer.class_name})", _shapes_text(graph, layer),
+        fused = f" (+{', +'.join(absorbed[layer.name])})" if layer.name in absorbed else ""
+        shaders = (f"fused into {host_of[layer.name]}" if layer.name in host_of else
+                   ", ".join(s.removesuffix(".comp") for s in layer.shaders) or "-")
+        yield (f"{indent}{layer.name} ({layer.class_name}){fused}", _shapes_text(graph, layer),
                f"{layer.param_count:,}", _connected_text(graph, layer) if functional else "",
-               ", ".join(s.removesuffix(".comp") for s in layer.shaders) or "-")
+               shaders)
         if expand_nested and isinstance(layer, NestedModel):
             inner = layer.graph
             yield from _rows(inner, _summary_layers(inner), True, inner.kind != "Sequential", depth + 1)

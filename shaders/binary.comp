@@ -1,8 +1,13 @@
 #version 430
 // c = OP(a, b) elementwise with numpy broadcasting.
 // Defines: OP (a binary_* function below); A_SCALAR / B_SCALAR (operand is the uniform a_value /
-// b_value instead of a buffer); BROADCAST (1: index each operand through strides, 0: same shapes).
+// b_value instead of a buffer); BROADCAST (1: index each operand through strides, 0: same shapes);
+// ACT (optional: an act_* function of activations.glsl applied to the result, the epilogue of a
+// merge that fusion.py joined with the activation after it; parameters in act_p0..act_p2).
 #include "common.glsl"
+#ifdef ACT
+#include "activations.glsl"
+#endif
 layout(local_size_x = LOCAL_SIZE) in;
 #define MAX_RANK 8
 layout(std430, binding = 0) readonly buffer A { float a[]; };
@@ -54,5 +59,9 @@ void main() {
 #else
     float vb = b[ib];
 #endif
+#ifdef ACT
+    c[i] = ACT(OP(va, vb));
+#else
     c[i] = OP(va, vb);
+#endif
 }

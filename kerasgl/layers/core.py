@@ -49,10 +49,45 @@ class Dense(Layer):
                                    f"{tuple(input_shape)}.")
         return tuple(input_shape[:-1]) + (self.units,)
 
+    # -- graph fusions (kerasgl/fusion.py calls these before build; each returns False and
+    # changes nothing where the result would not be exact) ---------------------------------------
+    _fold = None      # (scale, shift) per unit of a folded affine map (an inference BatchNorm)
+
+    def _linear_and_unbuilt(self) -> bool:
+        return not self.built and self.fused is not None and self.fused.is_identity
+
+    def fold_channel_affine(self, scale, shift) -> bool:
+        """y * scale + shift per unit, applied right after this layer, folded into kernel and bias
+        (exact up to rounding only while no activation sits between the two)."""
+        scale = np.asarray(scale, np.float32).reshape(-1)
+        shift = np.asarray(shift, np.float32).reshape(-1)
+        if not self._linear_and_unbuilt() or scale.size != self.units or shift.size != self.units:
+            return False
+        if self._fold is None:
+            self._fold = (scale, shift)
+        else:   # (y * s1 + t1) * s2 + t2
+            s1, t1 = self._fold
+            self._fold = (s1 * scale, t1 * scale + shift)
+        return True
+
+    def fuse_activation(self, pointwise) -> bool:
+        """Adopt a pointwise activation (activations.Pointwise) applied right after: only when this
+        layer's own activation is linear, since two activations do not compose in one epilogue."""
+        if pointwise is None or self.fused is None or not self.fused.is_identity:
+            return False
+        self.fused = pointwise
+        return True
+
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
-        self.kernel = self.upload(self.weights_np[0].astype(np.float32))
-        self.bias = self.upload(self.weights_np[1].astype(np.float32)) if self.use_bias else None
+        kernel = self.weights_np[0].astype(np.float32)
+        bias = self.weights_np[1].astype(np.float32) if self.use_bias else None
+        if self._fold is not None:
+            scale, shift = self._fold
+            kernel = kernel * scale
+            bias = shift if bias is None else bias * scale + shift
+        self.kernel = self.upload(kernel)
+        self.bias = self.upload(bias) if bias is not None else None
         self.built = True
 
     def call(self, inputs, **kwargs):

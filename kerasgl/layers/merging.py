@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..ops import merge
 from ..tensor import view
 from .base import Layer, register
+from .op_nodes import _BINARY, BinaryOp
 
 
 def _broadcast_dim(a, b):
@@ -21,6 +22,16 @@ class _Merge(Layer):
     broadcast as numpy does."""
     shaders = ("binary.comp",)
     op = "add"
+    epilogue = None     # a pointwise activation adopted by fusion.py (applied in the last dispatch)
+
+    def fuse_activation(self, pointwise) -> bool:
+        """Adopt a pointwise activation (activations.Pointwise) applied right after this merge:
+        computed in the epilogue of the merge's last dispatch. False (nothing changed) when there
+        is none to adopt or one was adopted already."""
+        if pointwise is None or (self.epilogue is not None and not self.epilogue.is_identity):
+            return False
+        self.epilogue = pointwise
+        return True
 
     def _expanded(self, shapes):
         max_rank = max(len(s) for s in shapes)
@@ -50,7 +61,7 @@ class _Merge(Layer):
         targets = self._expanded([t.shape for t in inputs])
         views = [view(t, s) for t, s in zip(inputs, targets)]
         try:
-            return merge.nary(self.op, views)
+            return merge.nary(self.op, views, self.epilogue)
         finally:
             for v in views:
                 v.dispose()
@@ -140,3 +151,17 @@ class Dot(Layer):
                 n2.dispose()
         finally:
             n1.dispose()
+
+
+class BinaryOpWithActivation(BinaryOp):
+    """A keras.ops binary operation node (`x1 + x2`, recorded by Keras 3 as an op node) with the
+    pointwise activation that followed it, fused by fusion.py: one dispatch instead of two."""
+    shaders = ("binary.comp",)
+
+    def __init__(self, op_node: BinaryOp, pointwise):
+        super().__init__(op_node.spec, op_node.keras_major)
+        self.epilogue = pointwise
+
+    def run(self, bound):
+        return merge.binary_activation(_BINARY[self.class_name], bound["x1"], bound["x2"],
+                                       self.epilogue)

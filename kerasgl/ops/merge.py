@@ -54,33 +54,80 @@ def concatenate(tensors, axis: int = -1) -> Tensor:
     return out
 
 
-def nary(op: str, tensors) -> Tensor:
+def nary(op: str, tensors, activation=None) -> Tensor:
     """Fold a list of tensors with an elementwise op, left to right, with numpy broadcasting:
-    add, subtract (exactly two), multiply, average (sum / n), maximum, minimum."""
+    add, subtract (exactly two), multiply, average (sum / n), maximum, minimum. `activation` (an
+    activations.Pointwise, e.g. a ReLU that fusion.py merged into this op) is applied in the
+    epilogue of the last dispatch: no extra pass over the result."""
     if op not in NARY_OPS:
         raise ValueError(f"Unknown merge op {op!r}; expected one of {tuple(NARY_OPS)}.")
     tensors = [_check(t, f"{op} input {i}") for i, t in enumerate(tensors)]
     if not tensors or (op == "subtract" and len(tensors) != 2):
         raise ShapeError(f"{op} needs {'exactly 2' if op == 'subtract' else 'at least 1'} tensors. "
                          f"Received {len(tensors)}.")
-    binary = NARY_OPS[op]
+    if activation is not None and activation.is_identity:
+        activation = None
     if len(tensors) == 1:
         result = layout.copy(tensors[0]) if tensors[0].storage == "buffer" else tensors[0].to_buffer()
-    else:
-        result = elementwise.binary(binary, tensors[0], tensors[1])
-        for t in tensors[2:]:
-            previous = result
-            try:
-                result = elementwise.binary(binary, previous, t)
-            finally:
-                previous.dispose()
-    if op == "average":
-        total = result
+        if activation is None:
+            return result
         try:
-            result = elementwise.binary("div", total, float(len(tensors)))
+            return elementwise.unary(activation.function[len("act_"):], result, *activation.params)
         finally:
-            total.dispose()
+            result.dispose()
+    steps = [(NARY_OPS[op], t) for t in tensors[1:]]
+    if op == "average":
+        steps.append(("div", float(len(tensors))))
+    result = tensors[0]
+    for i, (binary, operand) in enumerate(steps):
+        epilogue = activation if i == len(steps) - 1 else None
+        previous = result
+        try:
+            result = binary_activation(binary, previous, operand, epilogue)
+        finally:
+            if previous is not tensors[0]:
+                previous.dispose()
     return result
+
+
+@any_storage
+def binary_activation(op: str, a, b, activation=None) -> Tensor:
+    """act(op(a, b)) elementwise in one dispatch (binary.comp with its ACT epilogue); a and b are
+    tensors or numbers, broadcast as numpy does. Without an activation, elementwise.binary."""
+    if activation is None or activation.is_identity:
+        return elementwise.binary(op, a, b)
+    if op not in elementwise.BINARY_OPS:
+        raise ValueError(f"Unknown binary op {op!r}; expected one of {elementwise.BINARY_OPS}.")
+    a, b = elementwise._as_operand(a), elementwise._as_operand(b)
+    a_scalar, b_scalar = not isinstance(a, Tensor), not isinstance(b, Tensor)
+    if a_scalar and b_scalar:
+        raise TypeError("binary_activation() needs at least one kerasgl Tensor.")
+    a_shape = () if a_scalar else a.shape
+    b_shape = () if b_scalar else b.shape
+    out_shape = elementwise.broadcast_shape(a_shape, b_shape)
+    if len(out_shape) > elementwise.MAX_RANK:
+        raise ShapeError(f"Elementwise ops support up to rank {elementwise.MAX_RANK}. "
+                         f"Received {list(out_shape)}.")
+    out = empty(out_shape)
+    if out.size == 0:
+        return out
+    broadcast = (not a_scalar and a_shape != out_shape) or (not b_scalar and b_shape != out_shape)
+    uniforms = {"n": out.size, **elementwise.activation_uniforms(activation.params)}
+    if a_scalar:
+        uniforms["a_value"] = a
+    if b_scalar:
+        uniforms["b_value"] = b
+    if broadcast:
+        pad = elementwise._pad
+        uniforms.update(rank=len(out_shape), out_shape=pad(out_shape),
+                        a_strides=pad(elementwise.broadcast_strides(a_shape, out_shape), fill=0),
+                        b_strides=pad(elementwise.broadcast_strides(b_shape, out_shape), fill=0))
+    buffers = [out if a_scalar else a, out if b_scalar else b, out]
+    dispatch.run("binary.comp", defines={"OP": f"binary_{op}", "A_SCALAR": a_scalar,
+                                         "B_SCALAR": b_scalar, "BROADCAST": broadcast,
+                                         "ACT": activation.function},
+                 buffers=buffers, uniforms=uniforms, groups=dispatch.groups_for(out.size))
+    return out
 
 
 @any_storage

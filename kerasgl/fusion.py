@@ -1,0 +1,334 @@
+"""Load-time fusions: fewer dispatches per predict, same results up to float rounding.
+
+Run once per graph, at the start of its shape inference (before any layer is built, so folding
+changes the weights that build() packs and uploads). Four patterns, each applied through a hook of
+the producing layer that refuses (returns False, changing nothing) when the result would not be
+exact:
+
+- conv / dense -> BatchNormalization: the BN's per-channel scale and shift folded into the
+  kernel and bias (`fold_channel_affine`); the BN's own weights are never uploaded.
+- conv / dense / merge (Add, Subtract, ... and keras.ops binary op nodes) -> pointwise activation
+  (Activation, ReLU, LeakyReLU, ELU, ThresholdedReLU, keras.ops.relu & co.): the activation
+  runs in the producer's epilogue (`fuse_activation`). Softmax is not pointwise and stays.
+- ZeroPadding -> convolution with padding="valid": the convolution reads the padding as its own
+  (`absorb_zero_padding`).
+Chains compose: conv -> BN -> ReLU becomes one convolution.
+
+The graph keeps every node; a fused-away node is re-bound to `FusedAway`, which hands its input
+on as its output (a view: no dispatch, no copy), so names, shapes and summary rows stay as Keras
+has them. A fusion is made only when each intermediate value it changes is read by the next
+layer of the chain alone and is not a model output. Those changed values (the producer's own
+output, and that of every fused layer but the last) are no longer computed: asking predict for
+one (`outputs=["bn1"]`) raises FusedOutputError naming the fusion. Load the model inside
+`with kerasgl.fusion.disabled():` (or with KERASGL_FUSION=0 in the environment) to read them.
+
+No fusion where a Keras mask flows (a graph with Embedding(mask_zero) or Masking, or explicit
+mask arguments): masks are propagated node by node, and those graphs gain little from fusing.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import KerasGLError
+from .layers import activations
+from .layers.base import Layer
+from .saving.spec import TensorRef
+from .tensor import view
+
+FUSION_ENV = "KERASGL_FUSION"
+_enabled = [os.environ.get(FUSION_ENV, "1") not in ("0", "false", "False", "no", "off")]
+
+ZERO_PADDING = ("ZeroPadding1D", "ZeroPadding2D")
+
+
+class FusedOutputError(KerasGLError, ValueError):
+    """predict asked for a layer output that load-time fusion no longer computes."""
+
+
+def enabled() -> bool:
+    return _enabled[-1]
+
+
+@contextmanager
+def disabled():
+    """Models loaded inside run every layer as its own dispatch (every inner output readable)."""
+    _enabled.append(False)
+    try:
+        yield
+    finally:
+        _enabled.pop()
+
+
+# -------------------------------------------------------------------------------------------------
+# What the graph remembers
+# -------------------------------------------------------------------------------------------------
+@dataclass
+class Fusion:
+    """One producer and the layers fused into it, in order (e.g. conv1 <- bn1, relu1; or a
+    convolution that absorbed the ZeroPadding before it)."""
+    host: str
+    absorbed: list = field(default_factory=list)    # layer names
+    changed: list = field(default_factory=list)     # TensorRefs whose values are no longer computed
+
+    def describe(self) -> str:
+        return f"'{self.host}' (+{', +'.join(self.absorbed)})"
+
+
+class FusedAway(Layer):
+    """Stands in for a layer whose work another layer now does: its output is its input (a view),
+    so the graph keeps the node (names, consumers, outputs) without a dispatch."""
+
+    def __init__(self, original: Layer, host: str):
+        super().__init__(original.spec, original.keras_major)
+        self.original, self.host = original, host
+        self.weights_np = []           # the original keeps them (and counts them)
+        self.shaders = ()
+
+    def compute_output_shape(self, input_shape):
+        return input_shape      # what flows; a ZeroPadding's padded shape is the host's business
+
+    def call(self, inputs, **kwargs):
+        return view(inputs, inputs.shape)
+
+    @property
+    def param_count(self) -> int:
+        return 0
+
+
+def fusions_of(graph) -> list[Fusion]:
+    return getattr(graph, "fusions", None) or []
+
+
+def check_wanted(graph, wanted) -> None:
+    """Refuse, by name, a request for a value that fusion stopped computing (predict(outputs=))."""
+    changed = getattr(graph, "fusion_changed", None)
+    if not changed:
+        return
+    for ref in wanted:
+        fusion = changed.get(ref)
+        if fusion is not None:
+            raise FusedOutputError(
+                f"The output of layer '{ref.layer}' in model '{graph.name}' is not computed: at "
+                f"load, kerasgl fused {fusion.describe()} into one dispatch. Load the model inside "
+                "`with kerasgl.fusion.disabled():` (or with KERASGL_FUSION=0) to read it.")
+
+
+# -------------------------------------------------------------------------------------------------
+# The pass
+# -------------------------------------------------------------------------------------------------
+def fuse_once(graph, input_shapes=None) -> None:
+    """Apply the fusions to `graph` (once; later calls do nothing). Call before any layer of the
+    graph is built."""
+    if getattr(graph, "fusion_done", False):
+        return
+    graph.fusion_done = True
+    graph.fusions, graph.fusion_changed = [], {}
+    if not enabled() or _masks_flow(graph):
+        return
+    _Fuser(graph, input_shapes).run()
+
+
+def _masks_flow(graph) -> bool:
+    from .masks import makes_mask
+    return any(makes_mask(layer) for layer in graph.layers.values()) or \
+        any("mask" in node.kwargs for node in graph.nodes)
+
+
+class _Fuser:
+    def __init__(self, graph, input_shapes):
+        from .graph import refs_in
+        self.graph = graph
+        self.input_shapes = input_shapes
+        self._ranks = None
+        self.outputs = set(graph.output_refs)
+        self.consumers: dict[TensorRef, list] = {}
+        self.calls: dict[str, int] = {}
+        for node in graph.nodes:
+            self.calls[node.layer.name] = self.calls.get(node.layer.name, 0) + 1
+            for ref in node.refs:
+                self.consumers.setdefault(ref, []).append(node)
+        self.producer = {node.output_ref(): node for node in graph.nodes}
+        self.refs_in = refs_in
+
+    def run(self) -> None:
+        from .layers.op_nodes import BinaryOp
+        for node in list(self.graph.nodes):
+            layer = node.layer
+            if isinstance(layer, FusedAway) or self.calls.get(layer.name) != 1:
+                continue
+            if hasattr(layer, "absorb_zero_padding"):
+                self._absorb_padding(node)
+            if hasattr(layer, "fuse_activation") or hasattr(layer, "fold_channel_affine"):
+                self._chain(node, layer)
+            elif isinstance(layer, BinaryOp):
+                self._chain_op_node(node, layer)
+
+    # -- conditions ---------------------------------------------------------------------------
+    def _sole_reader(self, ref: TensorRef):
+        """The node that alone reads `ref` (as its only tensor argument), when `ref` is not a
+        model output; else None. Only then may `ref`'s value change."""
+        readers = self.consumers.get(ref, [])
+        if ref in self.outputs or len(readers) != 1:
+            return None
+        reader = readers[0]
+        if reader.refs != [ref] or self.refs_in(reader.kwargs) or isinstance(reader.layer, FusedAway):
+            return None
+        return reader
+
+    def _replace(self, node, host_name: str) -> None:
+        node.layer = FusedAway(node.layer, host_name)
+
+    def _record(self, host: str, absorbed: list, changed: list) -> None:
+        fusion = next((f for f in self.graph.fusions if f.host == host), None)
+        if fusion is None:
+            fusion = Fusion(host)
+            self.graph.fusions.append(fusion)
+        fusion.absorbed.extend(absorbed)
+        fusion.changed.extend(changed)
+        for ref in changed:
+            self.graph.fusion_changed[ref] = fusion
+
+    # -- ZeroPadding -> convolution --------------------------------------------------------------
+    def _absorb_padding(self, node) -> None:
+        if len(node.refs) != 1:
+            return
+        pad_node = self.producer.get(node.refs[0])
+        if pad_node is None or pad_node.layer.class_name not in ZERO_PADDING \
+                or isinstance(pad_node.layer, FusedAway) or self.calls.get(pad_node.layer.name) != 1 \
+                or len(pad_node.refs) != 1 or self._sole_reader(pad_node.output_ref()) is not node:
+            return
+        pad = pad_node.layer
+        if getattr(pad, "channels_first", True) or not node.layer.absorb_zero_padding(pad.amounts):
+            return
+        self._replace(pad_node, node.layer.name)
+        self._record(node.layer.name, [pad.name], [pad_node.output_ref()])
+
+    # -- producer -> BatchNormalization* -> pointwise activation ----------------------------------
+    def _chain(self, node, host) -> None:
+        tail, absorbed, changed = node.output_ref(), [], []
+        while True:
+            reader = self._sole_reader(tail)
+            if reader is None or self.calls.get(reader.layer.name) != 1:
+                break
+            layer = reader.layer
+            if layer.class_name == "BatchNormalization":
+                affine = self._bn_affine(layer, host, node)
+                if affine is None or not hasattr(host, "fold_channel_affine") \
+                        or not host.fold_channel_affine(*affine):
+                    break
+            else:
+                pointwise = self._pointwise(reader)
+                if pointwise is None or not hasattr(host, "fuse_activation") \
+                        or not host.fuse_activation(pointwise):
+                    break
+            changed.append(tail)
+            absorbed.append(layer.name)
+            self._replace(reader, host.name)
+            tail = reader.output_ref()
+        if absorbed:
+            self._record(host.name, absorbed, changed)
+
+    def _chain_op_node(self, node, op_node) -> None:
+        """keras.ops binary op node -> pointwise activation: the node becomes its fused variant."""
+        from .layers.merging import BinaryOpWithActivation
+        reader = self._sole_reader(node.output_ref())
+        if reader is None or self.calls.get(reader.layer.name) != 1:
+            return
+        pointwise = self._pointwise(reader)
+        if pointwise is None or pointwise.is_identity:
+            return
+        fused = BinaryOpWithActivation(op_node, pointwise)
+        node.layer = self.graph.layers[op_node.name] = fused
+        self._replace(reader, op_node.name)
+        self._record(op_node.name, [reader.layer.name], [node.output_ref()])
+
+    # -- what a layer contributes ------------------------------------------------------------------
+    def _pointwise(self, node):
+        """The pointwise function a layer call computes, or None when it is not one (softmax,
+        PReLU, anything with options kerasgl cannot fuse)."""
+        from .layers.advanced_activations import _Pointwise
+        from .layers.core import Activation
+        from .layers.op_nodes import UnaryOp
+        layer = node.layer
+        if type(layer) is Activation:
+            return activations.pointwise(layer.activation, layer.keras_major, layer.name)
+        if isinstance(layer, _Pointwise) and type(layer).call is _Pointwise.call:
+            return activations.Pointwise(f"act_{layer.function}", tuple(layer.params))
+        if isinstance(layer, UnaryOp):
+            if layer.shaders != ("unary.comp",) or type(layer).run is not UnaryOp.run:
+                return None
+            try:
+                name, params = layer.function(layer.bind(node.args, node.kwargs))
+            except Exception:
+                return None
+            return activations.Pointwise(f"act_{name}", tuple(params))
+        return None
+
+    def _bn_affine(self, bn, host, host_node):
+        """(scale, shift) per channel of an inference BatchNormalization whose axis is the last
+        axis of the host's output (the channels of a channels-last convolution, a Dense's units);
+        None otherwise. Same arithmetic as BatchNormalization.build."""
+        axes = bn.axis if isinstance(bn.axis, tuple) else (bn.axis,)
+        if len(axes) != 1:
+            return None
+        axis = axes[0]
+        if axis >= 0:
+            rank = self._output_rank(host, host_node)
+            if rank is None or axis != rank - 1:
+                return None
+        elif axis != -1:
+            return None
+        weights = [np.asarray(w, np.float32) for w in bn.weights_np]
+        gamma = weights.pop(0) if bn.scale else None
+        beta = weights.pop(0) if bn.center else None
+        mean, variance = weights
+        inv = (np.float32(1.0) / np.sqrt(variance + np.float32(bn.epsilon))).astype(np.float32)
+        if gamma is not None:
+            inv = inv * gamma
+        shift = -mean * inv
+        if beta is not None:
+            shift = shift + beta
+        return inv.reshape(-1), shift.reshape(-1)
+
+    def _output_rank(self, host, host_node):
+        if hasattr(host, "spatial_rank"):
+            return host.spatial_rank + 2
+        if self._ranks is None:
+            self._ranks = self._dry_shapes()
+        shape = self._ranks.get(host_node.output_ref())
+        return None if shape is None else len(shape)
+
+    def _dry_shapes(self) -> dict:
+        """Best-effort shapes without building anything (for the rank of a Dense's output):
+        unknown past a nested model or any layer that cannot say its shape unbuilt."""
+        from .graph import NestedModel, map_refs, output_list
+        from .layers.input_layer import InputLayer
+        from .layers.op_nodes import OpNode, Symbolic
+        graph, shapes = self.graph, {}
+        if self.input_shapes is not None:
+            shapes.update({ref: tuple(s) for ref, s in zip(graph.input_refs, self.input_shapes)})
+        for node in graph.nodes:
+            layer = node.layer
+            if node.output_ref() in shapes and not node.refs:
+                continue
+            try:
+                if isinstance(layer, InputLayer) and not node.refs:
+                    outs = [tuple(layer.batch_shape)]
+                elif isinstance(layer, NestedModel) or any(r not in shapes for r in node.refs):
+                    continue
+                elif isinstance(layer, OpNode):
+                    symbolic = lambda ref: Symbolic(shapes[ref])  # noqa: E731
+                    outs = output_list(layer.node_output_shape(map_refs(node.args, symbolic),
+                                                               map_refs(node.kwargs, symbolic)))
+                else:
+                    positional = [map_refs(a, shapes.__getitem__) for a in node.args if self.refs_in(a)]
+                    outs = output_list(layer.compute_output_shape(*positional))
+            except Exception:       # unknown here; the real inference reports real errors
+                continue
+            for i, shape in enumerate(outs):
+                shapes[node.output_ref(i)] = shape
+        return shapes

@@ -1,0 +1,275 @@
+"""Load-time fusions (kerasgl/fusion.py) against Keras 3: each fusion keeps the results of Keras
+(within 1e-4) and removes dispatches; the cases where fusing would be wrong leave the graph alone.
+
+Dispatches are counted by wrapping kerasgl.ops.dispatch.run (the GL work still runs)."""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+from keras_ref import assert_close, keras, randomize_weights
+
+import kerasgl as kg
+from kerasgl import fusion
+from kerasgl.ops import dispatch
+
+L = keras.layers
+
+
+@contextmanager
+def counting(monkeypatch):
+    calls = []
+    original = dispatch.run
+
+    def counted(name, **kwargs):
+        calls.append(name)
+        return original(name, **kwargs)
+    monkeypatch.setattr(dispatch, "run", counted)
+    try:
+        yield calls
+    finally:
+        monkeypatch.setattr(dispatch, "run", original)
+
+
+def run_both(model, tmp_path, monkeypatch, x=None, seed=0, fmt=".keras"):
+    """Randomise the model, then predict with kerasgl fused and unfused. Returns
+    (keras output, fused output, fused dispatches, unfused dispatches, fusions)."""
+    randomize_weights(model, seed)
+    if x is None:
+        rng = np.random.default_rng(seed + 1)
+        x = [rng.uniform(-1, 1, (2,) + tuple(i.shape[1:])).astype("float32") for i in model.inputs]
+        x = x[0] if len(x) == 1 else x
+    expected = model.predict(x, verbose=0)
+    path = os.path.join(str(tmp_path), f"{model.name}{fmt}")
+    model.save(path)
+    with kg.load_model(path) as loaded:
+        with counting(monkeypatch) as fused_calls:
+            fused = loaded.predict(x, verbose=0)
+        fusions = [(f.host, list(f.absorbed)) for f in fusion.fusions_of(loaded._graph)]
+    with fusion.disabled(), kg.load_model(path) as plain:
+        with counting(monkeypatch) as plain_calls:
+            unfused = plain.predict(x, verbose=0)
+        assert not fusion.fusions_of(plain._graph)
+    assert_close(unfused, expected, what="unfused")
+    assert_close(fused, expected, what="fused")
+    return expected, fused, len(fused_calls), len(plain_calls), fusions
+
+
+def seq(name, input_shape, *layers):
+    return keras.Sequential([keras.Input(input_shape), *layers], name=name)
+
+
+# -------------------------------------------------------------------------------------------------
+# Each fusion where it applies
+# -------------------------------------------------------------------------------------------------
+def test_conv_bn_relu_is_one_dispatch(tmp_path, monkeypatch):
+    model = seq("cbr", (9, 9, 3), L.Conv2D(8, 3, name="conv1"), L.BatchNormalization(name="bn1"),
+                L.ReLU(name="relu1"), L.Conv2D(4, 1, use_bias=False, name="conv2"),
+                L.BatchNormalization(name="bn2"), L.Activation("relu6", name="act2"))
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [("conv1", ["bn1", "relu1"]), ("conv2", ["bn2", "act2"])]
+    assert fused == plain - 4
+
+
+@pytest.mark.parametrize("make", [
+    lambda: L.DepthwiseConv2D(3, padding="same", depth_multiplier=2, name="host"),
+    lambda: L.SeparableConv2D(6, 3, name="host"),
+    lambda: L.Conv2DTranspose(5, 3, strides=2, name="host"),
+    lambda: L.Conv1D(6, 3, name="host"),
+], ids=["depthwise", "separable", "transpose", "conv1d"])
+def test_bn_and_activation_into_every_conv(make, tmp_path, monkeypatch):
+    host = make()
+    shape = (10, 4) if isinstance(host, L.Conv1D) else (8, 8, 4)
+    model = seq("convs", shape, host, L.BatchNormalization(name="bn"),
+                L.LeakyReLU(negative_slope=0.1, name="act"))
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [("host", ["bn", "act"])]
+    assert fused == plain - 2
+
+
+def test_dense_bn_activation(tmp_path, monkeypatch):
+    inputs = keras.Input((5, 6))
+    x = L.Dense(7, name="d1")(inputs)
+    x = L.BatchNormalization(axis=2, name="bn1")(x)          # the last axis, by position
+    x = L.Activation("gelu", name="gelu1")(x)
+    x = L.Dense(3, name="d2")(x)
+    x = L.BatchNormalization(name="bn2")(x)
+    x = L.Activation("sigmoid", name="sig")(x)
+    model = keras.Model(inputs, x, name="dense_chain")
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [("d1", ["bn1", "gelu1"]), ("d2", ["bn2", "sig"])]
+    assert fused == plain - 4
+
+
+def test_dense_with_own_activation_takes_no_second_one(tmp_path, monkeypatch):
+    model = seq("dense_relu", (6,), L.Dense(5, activation="relu", name="d"),
+                L.BatchNormalization(name="bn"), L.Activation("tanh", name="t"))
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [] and fused == plain
+
+
+def test_add_then_activation(tmp_path, monkeypatch):
+    """A residual block: conv -> BN -> ReLU and a second conv -> BN, added, then ReLU (ResNet's
+    pattern); the Add takes the ReLU in its epilogue."""
+    inputs = keras.Input((8, 8, 4))
+    y = L.Conv2D(4, 3, padding="same", name="c1")(inputs)
+    y = L.BatchNormalization(name="b1")(y)
+    y = L.Activation("relu", name="r1")(y)
+    y = L.Conv2D(4, 3, padding="same", name="c2")(y)
+    y = L.BatchNormalization(name="b2")(y)
+    x = L.Add(name="add")([inputs, y])
+    x = L.Activation("relu", name="out_relu")(x)
+    z = L.Add(name="add3")([x, inputs, y])       # three inputs: the activation on the last dispatch
+    z = L.ELU(alpha=0.5, name="elu")(z)
+    model = keras.Model(inputs, z, name="residual")
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [("c1", ["b1", "r1"]), ("c2", ["b2"]), ("add", ["out_relu"]),
+                       ("add3", ["elu"])]
+    assert fused == plain - 5
+
+
+def test_keras_ops_add_then_activation(tmp_path, monkeypatch):
+    """keras.ops.add / `+` recorded as op nodes, followed by a ReLU layer or a keras.ops.relu."""
+    a, b = keras.Input((6,)), keras.Input((6,))
+    s = L.ReLU(name="relu_layer")(keras.ops.add(a, b))
+    t = keras.ops.relu(a + 2.0)
+    u = keras.ops.sigmoid(s * t)
+    model = keras.Model([a, b], [u, s], name="ops_add")
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert len(fusions) == 3 and all(len(absorbed) == 1 for _, absorbed in fusions)
+    assert fused == plain - 3
+
+
+def test_zero_padding_into_valid_conv(tmp_path, monkeypatch):
+    model = seq("padded", (9, 8, 3), L.ZeroPadding2D(((1, 2), (0, 1)), name="pad"),
+                L.Conv2D(5, 3, strides=2, name="conv"), L.BatchNormalization(name="bn"),
+                L.ReLU(6.0, name="relu6"), L.ZeroPadding2D(1, name="pad2"),
+                L.DepthwiseConv2D(3, name="dw"))
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [("conv", ["pad", "bn", "relu6"]), ("dw", ["pad2"])]
+    assert fused == plain - 4
+
+
+def test_zero_padding_1d(tmp_path, monkeypatch):
+    model = seq("padded1d", (7, 3), L.ZeroPadding1D((2, 1), name="pad"), L.Conv1D(4, 3, name="c"))
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [("c", ["pad"])] and fused == plain - 1
+
+
+def test_h5_and_nested_models(tmp_path, monkeypatch):
+    """Legacy .h5 files fuse the same way, and so does a model nested as a layer."""
+    inner = seq("inner", (6, 6, 3), L.Conv2D(4, 3, name="ic"), L.BatchNormalization(name="ib"),
+                L.ReLU(name="ir"))
+    model = seq("outer", (6, 6, 3), inner, L.Flatten(), L.Dense(3, name="d"),
+                L.Activation("relu", name="dr"))
+    _, _, fused, plain, _ = run_both(model, tmp_path, monkeypatch, fmt=".h5")
+    assert fused == plain - 3
+
+
+# -------------------------------------------------------------------------------------------------
+# Where fusion must not happen
+# -------------------------------------------------------------------------------------------------
+def test_bn_output_read_twice_is_not_folded(tmp_path, monkeypatch):
+    inputs = keras.Input((6, 6, 3))
+    c = L.Conv2D(4, 3, name="conv")(inputs)
+    b = L.BatchNormalization(name="bn")(c)
+    r = L.ReLU(name="relu")(b)
+    model = keras.Model(inputs, L.Add(name="add")([r, b]), name="bn_twice")
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [("conv", ["bn"])] and fused == plain - 1    # BN folded, ReLU kept
+
+
+def test_conv_output_read_twice_is_not_fused(tmp_path, monkeypatch):
+    inputs = keras.Input((6, 6, 3))
+    c = L.Conv2D(4, 3, name="conv")(inputs)
+    b = L.BatchNormalization(name="bn")(c)
+    model = keras.Model(inputs, L.Add(name="add")([c, b]), name="conv_twice")
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [] and fused == plain
+
+
+def test_model_outputs_are_not_fused_away(tmp_path, monkeypatch):
+    inputs = keras.Input((6, 6, 3))
+    b = L.BatchNormalization(name="bn")(L.Conv2D(4, 3, name="conv")(inputs))
+    r = L.ReLU(name="relu")(b)
+    model = keras.Model(inputs, [r, b], name="bn_output")
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    # The BN (an output) may be folded, its value is the fused conv's; the ReLU after it may not.
+    assert fusions == [("conv", ["bn"])] and fused == plain - 1
+    # The last layer of a chain may be an output: its value is the fused producer's.
+    model = seq("relu_output", (6, 6, 3), L.Conv2D(4, 3, name="conv"),
+                L.BatchNormalization(name="bn"), L.ReLU(name="relu"))
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [("conv", ["bn", "relu"])] and fused == plain - 2
+
+
+def test_softmax_and_prelu_are_not_fused(tmp_path, monkeypatch):
+    model = seq("softmax", (6, 6, 3), L.Conv2D(4, 3, name="conv"), L.Activation("softmax"),
+                L.Conv2D(4, 1, name="conv2"), L.PReLU(), L.Dense(3, name="d"), L.Softmax())
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [] and fused == plain
+
+
+def test_bn_on_another_axis_is_not_folded(tmp_path, monkeypatch):
+    """channels_first convolutions keep their BN, and so does a channels-last convolution followed
+    by a BN over a spatial axis of the same size as the channels."""
+    first = seq("first", (4, 6, 6), L.Conv2D(4, 3, data_format="channels_first", name="conv"),
+                L.BatchNormalization(axis=1, name="bn"), L.ReLU(name="relu"))
+    _, _, fused, plain, fusions = run_both(first, tmp_path, monkeypatch)
+    assert fusions == [] and fused == plain
+    spatial = seq("spatial_bn", (6, 6, 3), L.Conv2D(4, 3, name="conv"),
+                  L.BatchNormalization(axis=1, name="bn"))
+    _, _, fused, plain, fusions = run_both(spatial, tmp_path, monkeypatch)
+    assert fusions == [] and fused == plain
+
+
+def test_no_fold_backwards_and_no_padding_into_same_conv(tmp_path, monkeypatch):
+    model = seq("backwards", (6, 6, 3), L.BatchNormalization(name="bn"),
+                L.Conv2D(4, 3, padding="same", name="conv"), L.ZeroPadding2D(1, name="pad"),
+                L.Conv2D(4, 3, padding="same", name="conv2"))
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [] and fused == plain
+
+
+def test_no_fusion_where_masks_flow(tmp_path, monkeypatch):
+    model = seq("masked", (5,), L.Embedding(10, 6, mask_zero=True), L.Dense(4, name="d"),
+                L.BatchNormalization(name="bn"), L.ReLU(name="r"), L.LSTM(3))
+    x = np.array([[1, 2, 0, 0, 0], [3, 4, 5, 6, 0]], dtype="int32")
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch, x=x)
+    assert fusions == [] and fused == plain
+
+
+def test_asking_for_a_fused_output_names_the_fusion(tmp_path):
+    model = seq("ask", (6, 6, 3), L.Conv2D(4, 3, name="conv"), L.BatchNormalization(name="bn"),
+                L.ReLU(name="relu"), L.Flatten(name="flat"))
+    randomize_weights(model)
+    x = np.random.default_rng(0).uniform(-1, 1, (1, 6, 6, 3)).astype("float32")
+    path = str(tmp_path / "ask.keras")
+    model.save(path)
+    with kg.load_model(path) as loaded:
+        for name in ("conv", "bn"):
+            with pytest.raises(fusion.FusedOutputError, match=f"'{name}'.*'conv' \\(\\+bn, \\+relu\\)"):
+                loaded.predict(x, outputs=name, verbose=0)
+        relu = keras.Model(model.inputs, model.get_layer("relu").output)
+        assert_close(loaded.predict(x, outputs="relu", verbose=0), relu.predict(x, verbose=0))
+        lines = []
+        loaded.summary(print_fn=lines.append)
+        assert "conv (Conv2D) (+bn, +relu)" in lines[0]
+        assert "fused into conv" in lines[0]
+    with fusion.disabled(), kg.load_model(path) as plain:
+        bn = keras.Model(model.inputs, model.get_layer("bn").output)
+        assert_close(plain.predict(x, outputs="bn", verbose=0), bn.predict(x, verbose=0))
+
+
+def test_folded_bn_weights_are_not_uploaded(tmp_path):
+    model = seq("weights", (6, 6, 3), L.Conv2D(4, 3, name="conv"), L.BatchNormalization(name="bn"))
+    path = str(tmp_path / "w.keras")
+    model.save(path)
+    with kg.load_model(path) as fused:
+        assert fused.count_params() == model.count_params()     # as Keras counts, BN included
+        assert not fused.get_layer("bn")._gpu_weights
+    with fusion.disabled(), kg.load_model(path) as plain:
+        assert len(plain.get_layer("bn")._gpu_weights) == 2

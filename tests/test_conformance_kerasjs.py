@@ -18,8 +18,8 @@ import kerasgl as kg
 DATA = os.path.join(os.path.dirname(__file__), "data", "kerasjs")
 ATOL = RTOL = 1e-4
 
-# Layer groups kerasgl covers so far: everything but the 3D family.
-OUT_OF_SCOPE_SUFFIXES = ("3D",)
+# Layer groups kerasgl covers: all of them (stateful cases are checked by their protocol).
+OUT_OF_SCOPE_SUFFIXES = ()
 
 
 def in_scope(case) -> bool:

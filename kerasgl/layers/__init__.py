@@ -13,6 +13,9 @@ from . import embedding  # noqa: F401,E402
 from . import convolutional  # noqa: F401,E402
 from . import pooling  # noqa: F401,E402
 from . import reshaping  # noqa: F401,E402
+from . import convolutional3d  # noqa: F401,E402
+from . import pooling3d  # noqa: F401,E402
+from . import reshaping3d  # noqa: F401,E402
 from . import recurrent  # noqa: F401,E402
 from . import attention  # noqa: F401,E402
 from . import wrappers  # noqa: F401,E402

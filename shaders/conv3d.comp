@@ -1,0 +1,159 @@
+#version 430
+// Channels-last 3D convolution (Conv3D, and Conv3DTranspose through INPUT_DIL_*) as an implicit
+// GEMM: shaders/conv2d.comp with a depth axis. Kept apart so the 2D kernel stays as it is.
+//
+// Each invocation computes PIX output voxels x (4 * COUT_VEC) output channels of one group: every
+// input value it loads feeds 4 * COUT_VEC multiply-adds and every weight vec4 feeds PIX voxels
+// (llvmpipe is bound by SSBO loads, so tile size is what makes it fast). Output-channel blocks
+// vary fastest across invocations, so neighbouring lanes read the same input voxels.
+//
+// Weights are packed once at load (kerasgl/ops/conv3d.py pack_conv3d) as
+//   [group][cout block][kd][kh][kw][cin of group][COUT_VEC] vec4, each vec4 = 4 consecutive couts,
+// zero-filled past the group's last output channel.
+// INPUT_DIL_D / _H / _W > 1: a transposed convolution. The input is seen with INPUT_DIL - 1 zeros
+// between its samples along that axis; only the real samples are read.
+#include "common.glsl"
+#include "activations.glsl"
+layout(local_size_x = LOCAL_SIZE) in;
+
+#if CIN_VEC4
+layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
+#else
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+#endif
+layout(std430, binding = 1) readonly buffer W { vec4 w[]; };
+layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
+#if VEC_OUT
+layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };
+#else
+layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+#endif
+
+uniform int in_d;
+uniform int in_h;
+uniform int in_w;
+uniform int cin;        // channels of the whole input
+uniform int out_d;
+uniform int out_h;
+uniform int out_w;
+uniform int cout;       // channels of the whole output
+uniform int cin_pg;     // input channels per group
+uniform int cout_pg;    // output channels per group
+uniform int blocks_pg;  // output-channel blocks (of 4 * COUT_VEC) per group
+uniform int pad_front;
+uniform int pad_top;
+uniform int pad_left;
+uniform uint n_voxels;  // batch * out_d * out_h * out_w
+uniform uint n_blocks;  // groups * blocks_pg
+uniform uint n_work;    // ceil(n_voxels / PIX) * n_blocks
+
+void main() {
+    uint work = linear_index();
+    if (work >= n_work) return;
+    int block = int(work % n_blocks);
+    uint first = (work / n_blocks) * uint(PIX);
+    int group = block / blocks_pg;
+    int cout_in_group = (block - group * blocks_pg) * (4 * COUT_VEC);
+
+    // Where each of this invocation's voxels sits.
+    int dep0[PIX];      // first input plane touched (may be negative: padding)
+    int row0[PIX];
+    int col0[PIX];
+    int img_base[PIX];  // offset of volume n in the input, in elements
+    bool live[PIX];
+    for (int p = 0; p < PIX; ++p) {
+        uint voxel = first + uint(p);
+        live[p] = voxel < n_voxels;
+        int index = int(live[p] ? voxel : first);
+        int ox = index % out_w;
+        int rest = index / out_w;
+        int oy = rest % out_h;
+        rest /= out_h;
+        int oz = rest % out_d;
+        int n = rest / out_d;
+        dep0[p] = oz * STRIDE_D - pad_front;
+        row0[p] = oy * STRIDE_H - pad_top;
+        col0[p] = ox * STRIDE_W - pad_left;
+        img_base[p] = n * in_d * in_h * in_w * cin + group * cin_pg;
+    }
+
+    vec4 acc[PIX][COUT_VEC];
+    for (int v = 0; v < COUT_VEC; ++v) {
+        vec4 b = bias[block * COUT_VEC + v];
+        for (int p = 0; p < PIX; ++p) acc[p][v] = b;
+    }
+
+    int wi = block * KD * KH * KW * cin_pg * COUT_VEC;
+    for (int kd = 0; kd < KD; ++kd) {
+    for (int kh = 0; kh < KH; ++kh) {
+        for (int kw = 0; kw < KW; ++kw) {
+            int base[PIX];
+            bool ok[PIX];
+            for (int p = 0; p < PIX; ++p) {
+                int iz = dep0[p] + kd * DIL_D;
+                int iy = row0[p] + kh * DIL_H;
+                int ix = col0[p] + kw * DIL_W;
+#if INPUT_DIL_D > 1 || INPUT_DIL_H > 1 || INPUT_DIL_W > 1
+                bool on_sample = iz >= 0 && iy >= 0 && ix >= 0 && iz % INPUT_DIL_D == 0
+                                 && iy % INPUT_DIL_H == 0 && ix % INPUT_DIL_W == 0;
+                iz /= INPUT_DIL_D;
+                iy /= INPUT_DIL_H;
+                ix /= INPUT_DIL_W;
+#else
+                bool on_sample = true;
+#endif
+                ok[p] = live[p] && on_sample && iz >= 0 && iz < in_d && iy >= 0 && iy < in_h
+                        && ix >= 0 && ix < in_w;
+                // A clamped, always-valid address: the loaded value is discarded when !ok.
+                base[p] = ok[p] ? img_base[p] + ((iz * in_h + iy) * in_w + ix) * cin : 0;
+            }
+#if CIN_VEC4
+            for (int c = 0; c < cin_pg; c += 4) {
+                vec4 xv[PIX];
+                for (int p = 0; p < PIX; ++p) {
+                    vec4 value = x4[(base[p] + c) >> 2];
+                    xv[p] = ok[p] ? value : vec4(0.0);
+                }
+                for (int v = 0; v < COUT_VEC; ++v) {
+                    mat4 m = mat4(w[wi + v], w[wi + COUT_VEC + v], w[wi + 2 * COUT_VEC + v],
+                                  w[wi + 3 * COUT_VEC + v]);
+                    for (int p = 0; p < PIX; ++p) acc[p][v] += m * xv[p];
+                }
+                wi += 4 * COUT_VEC;
+            }
+#else
+            for (int c = 0; c < cin_pg; ++c) {
+                float xs[PIX];
+                for (int p = 0; p < PIX; ++p) {
+                    float value = x[base[p] + c];
+                    xs[p] = ok[p] ? value : 0.0;
+                }
+                for (int v = 0; v < COUT_VEC; ++v) {
+                    vec4 wv = w[wi + v];
+                    for (int p = 0; p < PIX; ++p) acc[p][v] += wv * xs[p];
+                }
+                wi += COUT_VEC;
+            }
+#endif
+        }
+    }
+    }
+
+    for (int p = 0; p < PIX; ++p) {
+        if (!live[p]) continue;
+        int out_base = int(first + uint(p)) * cout + group * cout_pg + cout_in_group;
+        for (int v = 0; v < COUT_VEC; ++v) {
+#if VEC_OUT
+            // cout_pg % 4 == 0: a vec4 of channels is either all in the group or all past it.
+            vec4 a = acc[p][v];
+            if (cout_in_group + 4 * v < cout_pg)
+                y4[(out_base >> 2) + v] = vec4(ACT(a.x), ACT(a.y), ACT(a.z), ACT(a.w));
+#else
+            for (int j = 0; j < 4; ++j) {
+                int oc = cout_in_group + 4 * v + j;
+                if (oc < cout_pg) y[out_base + 4 * v + j] = ACT(acc[p][v][j]);
+            }
+#endif
+        }
+    }
+}

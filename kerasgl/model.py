@@ -268,6 +268,18 @@ class Model:
         return [_owned_by_scope(t) for t in results]
 
     # -- execution plans ----------------------------------------------------------------------------
+    @property
+    def use_plans(self) -> bool:
+        """Whether predict compiles and replays execution plans (default True; the environment
+        variable KERASGL_PLANS=0 turns them off). Turning them off frees the plans at once."""
+        return self._plans.enabled
+
+    @use_plans.setter
+    def use_plans(self, value: bool) -> None:
+        self._plans.enabled = bool(value)
+        if not value:
+            self._plans.clear()
+
     def plan_info(self) -> list[PlanInfo]:
         """What predict knows about each recent input shape: planned (with its memory: planned
         bytes, peak live bytes, the naive sum), still recording, or eager and why (plan.py)."""

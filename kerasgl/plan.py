@@ -135,7 +135,7 @@ class Recorder:
         self.seen[id(gl)] = seen
         if data is not None:
             seen.data = bytes(data)
-            self._use(seen, ("upload", seen.token, seen.data))
+            self._use_many(("upload", seen.token, seen.data), [seen])
 
     def released(self, gl) -> None:
         seen = self.seen.get(id(gl))
@@ -207,9 +207,6 @@ class Recorder:
         if not seen.made and seen.token[0] == "w":
             self.hard.append(f"layer '{_layer_in_stack()}' writes into a tensor made before the "
                              "call (state kept on the GPU)")
-
-    def _use(self, step, seen) -> None:
-        self._use_many(step, [seen])
 
     def _use_many(self, step, seens) -> None:
         index = len(self.steps) + 1          # step 0: the inputs are written
@@ -283,7 +280,10 @@ class PlanInfo:
 
 
 def _mb(n: int) -> str:
-    return f"{n / 2**20:.2f} MB"
+    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} B"
 
 
 class Plan:

@@ -101,7 +101,18 @@ def format_summary(model, expand_nested: bool = False, line_length: int | None =
     out += [line(r) for r in rows]
     out += ["=" * width,
             f"Total params: {total:,} ({_human_bytes(total * 4)})",
-            f"Weights on the GPU: {_human_bytes(weights)} (after packing and folding at load)",
-            "_" * width]
+            f"Weights on the GPU: {_human_bytes(weights)} (after packing and folding at load)"]
+    out += plan_lines(model)
+    out += ["_" * width]
     return "\n".join(out)
 
+
+
+def plan_lines(model) -> list[str]:
+    """Each recent input shape's execution plan (plan.py): the planned memory for intermediates
+    next to the peak of live bytes and the naive sum, or why predict runs eagerly."""
+    infos = model._plans.info()
+    if not infos:
+        return ["Execution plans: none yet (one is compiled at the first predict calls of each "
+                "input shape)"]
+    return ["Execution plans:"] + [f"  {info}" for info in infos]

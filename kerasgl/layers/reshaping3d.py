@@ -30,10 +30,15 @@ class Cropping3D(_PadCrop3D):
 
 @register("UpSampling3D")
 class UpSampling3D(_UpSampling):
-    """Keras's UpSampling3D has no interpolation option: it repeats (nearest); a config naming
-    another interpolation is refused by _UpSampling."""
+    """Keras's UpSampling3D has no interpolation option: it repeats (nearest). A config naming
+    another interpolation is refused rather than run as nearest."""
     shaders = ("upsample3d.comp",)
     spatial_rank = 3
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        if self.interpolation != "nearest":
+            raise self.unsupported(f"interpolation={self.interpolation!r}")
 
     def channels_last_call(self, x):
         return spatial3d.upsample3d(x, self.size)

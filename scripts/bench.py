@@ -730,7 +730,8 @@ def markdown_tables(results: dict) -> str:
             lines.append(
                 f"| {r['model']} | {mb(mem['weights_bytes'])} | {mb(r['naive_bytes'])} "
                 f"| {mb(plan.get('planned_bytes')) if plan.get('status') == 'planned' else '-'} "
-                f"({plan.get('status', 'no plan_info')}) "
+                f"({plan.get('status', 'no plan_info')}"
+                f"{', %d dispatches' % plan['dispatches'] if plan.get('dispatches') else ''}) "
                 f"| {mb(plan.get('peak_live_bytes'))} | {mb(plan.get('naive_bytes'))} "
                 f"| {mb(mem['peak_bytes'])} | {mb(mem['created_bytes'])} "
                 f"| {r['peak_over_naive']:.0%} ({r['peak_source']}) |")

@@ -6,7 +6,9 @@
 
 Loading builds every layer, infers every shape and uploads every weight once; a load that fails
 for any reason frees whatever it had uploaded. predict frees each intermediate tensor as soon as
-its last consumer has run, so between calls the GPU holds only the weights.
+its last consumer has run; from the third call at an input shape it replays a compiled execution
+plan (plan.py) whose shared buffers the model keeps for the next call. Between calls the GPU holds
+the weights and the plans of the last few input shapes (memory().planned_bytes), no more.
 """
 from __future__ import annotations
 

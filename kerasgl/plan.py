@@ -223,6 +223,8 @@ class Recorder:
     # -- the end of the call --------------------------------------------------------------------------
     def set_outputs(self, outputs: list[Tensor]) -> None:
         for t in outputs:
+            if t.storage != "buffer":
+                self.hard.append("an output is stored in a texture")
             seen = self._lookup(t._storage.gl, None)
             if seen is not None:
                 self.outputs.append((seen.token, tuple(t.shape), t.dtype))
@@ -470,7 +472,9 @@ class ModelPlans:
             with ownership.tidy():
                 inputs = [upload(a, dtype=d) for a, d in zip(arrays, dtypes)]
                 outs = self.graph.execute(inputs, wanted)
-                return [out.numpy() for out in outs]
+                results = [out.numpy() for out in outs]
+                ownership.dispose(outs)          # (a layer may hand back a kept tensor)
+                return results
         recorder = None
         inputs = [upload(a, dtype=d) for a, d in zip(arrays, dtypes)]
         try:
@@ -482,6 +486,7 @@ class ModelPlans:
                     recorder.set_outputs(outs)
                     recorder.paused = True          # reading the outputs is not part of the call
                     results = [out.numpy() for out in outs]
+                    ownership.dispose(outs)
         finally:
             ownership.dispose(inputs)
         if recorder is not None:

@@ -297,6 +297,28 @@ def test_a_constant_uploaded_during_the_call_is_owned_by_the_plan():
     assert kg.memory().planned_bytes == 0
 
 
+def test_texture_intermediates_get_plan_textures():
+    # Ops on texture tensors bind them as images: the plan gives them textures of their own.
+    plans = plan.ModelPlans(_FakeGraph(lambda x: _doubled_through_a_texture(x)), "textures")
+    try:
+        before = driver_objects().counts()["texture"]
+        for seed in range(WARM_UP + 2):
+            x = rand((5, 7), seed=seed)
+            np.testing.assert_array_equal(plans.predict_arrays([x], ["float32"], ["out"])[0],
+                                          x * 2.0 + 1.0)
+        assert plans.info()[0].status == "planned"
+        assert driver_objects().counts()["texture"] > before
+    finally:
+        plans.dispose()
+    assert driver_objects().counts()["texture"] == before
+
+
+def _doubled_through_a_texture(x):
+    with kg.tidy():
+        t = x.to_texture()
+        return kg.keep((t * 2.0 + 1.0).to_buffer())
+
+
 def test_a_layer_can_declare_itself_unplannable(tmp_path):
     path = save(cnn(), tmp_path)
     with kg.load_model(path) as model:

@@ -278,7 +278,7 @@ class PlanInfo:
         ratio = self.planned_bytes / self.naive_bytes if self.naive_bytes else 0.0
         return (f"input {shapes}: planned, {self.dispatches} dispatches, {self.shared_buffers} "
                 f"shared buffers of {_mb(self.planned_bytes)} (peak live {_mb(self.peak_live_bytes)}"
-                f"; naive sum {_mb(self.naive_bytes)}, {ratio:.0%})")
+                f"; naive sum {_mb(self.naive_bytes)}, {ratio:.1%})")
 
 
 def _mb(n: int) -> str:

@@ -251,7 +251,8 @@ def _is_nested_model(class_name: str, config) -> bool:
 # Keras ops whose config carries a "dtype" argument (so "dtype" alone cannot tell them from a
 # layer); none of these names is also a Keras layer class.
 _OPS_WITH_DTYPE = {"ZerosLike", "OnesLike", "FullLike", "Cast", "Zeros", "Ones", "Full", "Eye",
-                   "Identity", "Tri", "Arange", "Linspace", "Logspace", "Empty", "EmptyLike"}
+                   "Identity", "Tri", "Arange", "Linspace", "Logspace", "Empty", "EmptyLike",
+                   "ConvertToTensor"}
 
 
 def _is_op_node(entry: dict, keras_major: int) -> bool:

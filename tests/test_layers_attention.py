@@ -291,22 +291,112 @@ def test_multi_head_attention_called_by_keywords(tmp_path):
 
 
 # Keras 3 does not record the masks that reach attention layers in functional configs (no
-# `mask=` / `query_mask=` in their nodes: Keras re-propagates them when it rebuilds the model),
-# so masks.py must propagate them at run time for these layers too. Until it does, kerasgl
-# silently ignores the mask here; strict xfail, so the fix turns this red until the marker goes.
-@pytest.mark.xfail(strict=True, reason="masks.py: implicit masks into attention layers of Keras 3 "
-                   "functional models are not propagated (silently ignored)")
-@pytest.mark.parametrize("kind", ["mha", "attention", "additive"])
+# `mask=` / `query_mask=` in their nodes): Keras re-derives them when it rebuilds the model, and
+# so does masks.MaskPlan. Each case runs through load_model in .keras and .h5.
+def _token_ids(batch, steps, seed, pad_from):
+    ids = np.random.default_rng(seed).integers(1, 10, (batch, steps))
+    ids[0, pad_from:] = 0            # trailing padding
+    ids[1, 0] = 0                    # a hole in front
+    if batch > 2:
+        ids[2, :] = 0                # nothing kept: a fully masked row
+    return ids.astype("int32")
+
+
+MASKED_ATTENTION = {
+    "mha_self": lambda q, v: L.MultiHeadAttention(2, 4)(q, q),
+    "mha_cross": lambda q, v: L.MultiHeadAttention(2, 4)(q, v),
+    "mha_cross_key": lambda q, v: L.MultiHeadAttention(2, 4)(q, v, key=v),
+    "mha_scores": lambda q, v: list(L.MultiHeadAttention(2, 4)(q, v, return_attention_scores=True)),
+    "attention": lambda q, v: L.Attention()([q, v]),
+    "attention_scaled_key_scores": lambda q, v: list(L.Attention(use_scale=True)(
+        [q, v, v], return_attention_scores=True)),
+    "additive": lambda q, v: L.AdditiveAttention()([q, v]),
+    "additive_key": lambda q, v: L.AdditiveAttention()([q, v, v]),
+}
+
+
+@pytest.mark.parametrize("kind", list(MASKED_ATTENTION))
 def test_masked_embeddings_into_attention_through_load_model(tmp_path, kind):
     tokens, other = keras.Input((6,), dtype="int32"), keras.Input((5,), dtype="int32")
     q = L.Embedding(10, 8, mask_zero=True)(tokens)
     v = L.Embedding(10, 8, mask_zero=True)(other)
-    if kind == "mha":
-        out = L.MultiHeadAttention(2, 4)(q, v)
-    else:
-        out = (L.Attention() if kind == "attention" else L.AdditiveAttention())([q, v])
-    ids, ids2 = RNG.integers(1, 10, (3, 6)), RNG.integers(1, 10, (3, 5))
-    ids[0, 3:] = 0
-    ids2[1, 2:] = 0
-    assert_matches_keras(keras.Model([tokens, other], out), tmp_path,
-                         inputs=[ids.astype("int32"), ids2.astype("int32")])
+    out = MASKED_ATTENTION[kind](q, v)
+    # An LSTM after the attention reads the output mask (the query's) only where it is defined.
+    first = out[0] if isinstance(out, list) else out
+    outputs = [first, L.LSTM(3)(first)] + (out[1:] if isinstance(out, list) else [])
+    assert_matches_keras(keras.Model([tokens, other], outputs), tmp_path,
+                         inputs=[_token_ids(3, 6, 1, 3), _token_ids(3, 5, 2, 2)])
+
+
+@pytest.mark.parametrize("kind", ["mha", "attention"])
+def test_unmasked_query_and_masked_value(tmp_path, kind):
+    q_in, other = keras.Input((4, 8)), keras.Input((5,), dtype="int32")
+    v = L.Embedding(10, 8, mask_zero=True)(other)
+    out = L.MultiHeadAttention(2, 4)(q_in, v) if kind == "mha" else L.Attention()([q_in, v])
+    assert_matches_keras(keras.Model([q_in, other], out), tmp_path,
+                         inputs=[uniform(3, 4, 8), _token_ids(3, 5, 3, 2)])
+
+
+def test_mask_through_layer_normalization_into_attention(tmp_path):
+    tokens = keras.Input((6,), dtype="int32")
+    x = L.LayerNormalization()(L.Embedding(10, 8, mask_zero=True)(tokens))
+    x = L.Dense(8)(L.Dropout(0.2)(x))
+    model = keras.Model(tokens, L.MultiHeadAttention(2, 4)(x, x))
+    assert_matches_keras(model, tmp_path, inputs=[_token_ids(3, 6, 4, 4)])
+
+
+def test_masked_transformer_encoder_classifier(tmp_path):
+    """Two encoder blocks. Keras 3's MultiHeadAttention erases its inputs' masks, so the
+    residual Add after the first attention carries none and the second attention runs
+    unmasked; the final pooling gets the mask recorded in the file (a symbolic OR)."""
+    tokens = keras.Input((7,), dtype="int32")
+    x = L.Embedding(12, 8, mask_zero=True)(tokens)
+    for _ in range(2):
+        attended = L.MultiHeadAttention(2, 4)(x, x)
+        x = L.LayerNormalization(epsilon=1e-6)(L.Add()([x, attended]))
+        ff = L.Dense(8)(L.Dense(16, activation="relu")(x))
+        x = L.LayerNormalization(epsilon=1e-6)(L.Add()([x, ff]))
+    pooled = L.GlobalAveragePooling1D()(x)
+    out = L.Dense(3, activation="softmax")(pooled)
+    ids = _token_ids(3, 7, 5, 4)
+    ids[2, :2] = 3                   # the pooling divides by the kept count: keep some
+    assert_matches_keras(keras.Model(tokens, out), tmp_path, inputs=[ids])
+
+
+def test_attention_reading_a_mask_after_attention_erased_it(tmp_path):
+    """MultiHeadAttention(x, x) then Attention([attended, x]): x's mask is gone (Keras erased
+    it), the attended output carries the query's mask."""
+    tokens = keras.Input((6,), dtype="int32")
+    x = L.Embedding(10, 8, mask_zero=True)(tokens)
+    attended = L.MultiHeadAttention(2, 4)(x, x)
+    out = L.Attention()([attended, L.Dropout(0.1)(x)])
+    assert_matches_keras(keras.Model(tokens, [out, L.GRU(2)(out)]), tmp_path,
+                         inputs=[_token_ids(3, 6, 6, 3)])
+
+
+def test_parallel_attentions_on_one_masked_tensor_are_refused(tmp_path):
+    """Two independent attentions over x: whichever Keras runs first erases x's mask for the
+    other; kerasgl refuses rather than guess Keras's order."""
+    tokens = keras.Input((6,), dtype="int32")
+    x = L.Embedding(10, 8, mask_zero=True)(tokens)
+    out = L.Concatenate()([L.MultiHeadAttention(2, 4)(x, x), L.MultiHeadAttention(2, 4)(x, x)])
+    path = str(tmp_path / "parallel.keras")
+    keras.Model(tokens, out).save(path)
+    before = kg.memory().num_tensors
+    with pytest.raises(kg.UnsupportedLayerError, match="erases"):
+        kg.load_model(path)
+    assert kg.memory().num_tensors == before
+
+
+def test_explicit_masks_passed_to_attention(tmp_path):
+    """Masks passed by hand (op nodes in the file): Attention's mask=[q, v] list and
+    MultiHeadAttention's value_mask / key_mask."""
+    tokens, other = keras.Input((6,), dtype="int32"), keras.Input((5,), dtype="int32")
+    q = L.Embedding(10, 8)(tokens)
+    v = L.Embedding(10, 8)(other)
+    q_mask, v_mask = keras.ops.not_equal(tokens, 0), keras.ops.not_equal(other, 0)
+    outputs = [L.Attention()([q, v], mask=[q_mask, v_mask]),
+               L.AdditiveAttention()([q, v, v], mask=[None, v_mask, v_mask]),
+               L.MultiHeadAttention(2, 4)(q, v, value_mask=v_mask, key_mask=v_mask)]
+    assert_matches_keras(keras.Model([tokens, other], outputs), tmp_path,
+                         inputs=[_token_ids(3, 6, 7, 3), _token_ids(3, 5, 8, 2)])

@@ -100,14 +100,41 @@ def test_merge_of_masked_and_unmasked_inputs_drops_the_mask(tmp_path):
     assert_matches_keras(model, tmp_path, inputs=[_tokens()])
 
 
-def test_mask_reaching_softmax_is_refused(tmp_path):
-    model = _embedded(L.Softmax())
+def test_masked_softmax(tmp_path):
+    # Keras 3 broadcasts the (batch, time) mask to the inputs as numpy does: with a batch of one
+    # and as many features as steps, it masks features (a fully masked row gives zeros).
+    tokens = _tokens()[:1]
+    tokens[0, 2:] = 0
+    sequential = keras.Sequential([keras.Input((6,), dtype="int32"),
+                                   L.Embedding(9, 6, mask_zero=True), L.Softmax(),
+                                   L.GlobalAveragePooling1D(keepdims=True)])
+    assert_matches_keras(sequential, tmp_path, inputs=[tokens])
+    ids = keras.Input((6,), dtype="int32")
+    scores = L.Softmax(axis=1)(L.Embedding(9, 6, mask_zero=True)(ids))
+    assert_matches_keras(keras.Model(ids, [scores, L.LSTM(2)(scores)]), tmp_path, inputs=[tokens])
+
+
+def test_masked_softmax_whose_mask_does_not_broadcast_raises(tmp_path):
+    model = _embedded(L.Softmax())            # mask (4, 6) against inputs (4, 6, 3)
     path = os.path.join(tmp_path, "mask_softmax.keras")
     model.save(path)
-    before = kg.memory().num_tensors
-    with pytest.raises(kg.UnsupportedLayerError, match="Softmax"):
-        kg.load_model(path)
-    assert kg.memory().num_tensors == before
+    with pytest.raises(ValueError):
+        model.predict(_tokens(), verbose=0)
+    with kg.load_model(path) as loaded:
+        with pytest.raises(kg.ShapeError, match="Softmax"):
+            loaded.predict(_tokens())
+
+
+def test_lstm_with_initial_state_gets_no_implicit_mask(tmp_path):
+    # Keras 3 fills `mask` in only for calls with one tensor argument: with initial_state the
+    # LSTM runs unmasked, and its sequence output still carries the mask to the next LSTM.
+    tokens, h, c = keras.Input((6,), dtype="int32"), keras.Input((3,)), keras.Input((3,))
+    embedded = L.Embedding(9, 3, mask_zero=True)(tokens)
+    sequences = L.LSTM(3, return_sequences=True)(embedded, initial_state=[h, c])
+    model = keras.Model([tokens, h, c], [sequences, L.GRU(2)(sequences)])
+    rng = np.random.default_rng(3)
+    states = [rng.uniform(-1, 1, (4, 3)).astype("float32") for _ in range(2)]
+    assert_matches_keras(model, tmp_path, inputs=[_tokens(), *states])
 
 
 def test_mask_dropped_by_layers_without_masking(tmp_path):

@@ -107,3 +107,19 @@ class FillLikeOp(OpNode):
     def run(self, bound):
         return creation.fill(bound["x"].shape, 0.0 if self.class_name == "ZerosLike" else 1.0)
 
+
+
+@register_op("ConvertToTensor")
+class ConvertToTensorOp(OpNode):
+    """keras.ops.convert_to_tensor of a tensor (Attention.compute_mask records it on the query's
+    mask): the same values. A dtype other than float32 / bool is not supported."""
+    params = ("x", "dtype", "sparse", "ragged")
+    shaders = ()
+
+    def run(self, bound):
+        from ..tensor import view
+        dtype = self.opt(bound, "dtype")
+        if dtype not in (None, "float32", "bool"):
+            raise self.unsupported(f"convert_to_tensor to dtype {dtype!r}")
+        x = bound["x"]
+        return view(x, x.shape)

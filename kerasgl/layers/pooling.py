@@ -2,7 +2,7 @@
 channels-last (channels_first by transposing). 1D pooling runs as 2D over one row."""
 from __future__ import annotations
 
-from ..ops import pool
+from ..ops import layout, masking, pool
 from ..tensor import view
 from .base import register
 from .spatial_utils import SpatialLayer, as_rows, from_rows, int_tuple
@@ -110,6 +110,20 @@ class GlobalAveragePooling1D(_GlobalPool):
     spatial_rank, mode = 1, "avg"
 
     def call(self, inputs, mask=None, **kwargs):
-        if mask is not None:
-            raise self.unsupported("a mask (masked GlobalAveragePooling1D)")
-        return super().call(inputs)
+        """With a (batch, steps) mask (Keras passes one from Embedding(mask_zero=True) or
+        Masking): the mean over the kept steps only."""
+        if mask is None:
+            return super().call(inputs)
+        self.check_rank(inputs.shape)
+        x = layout.transpose(inputs, self._last_perm()) if self.channels_first else inputs
+        try:
+            mean = masking.masked_mean_over_time(x, mask, self.keepdims)
+        finally:
+            if x is not inputs:
+                x.dispose()
+        shape = self._kept_shape(inputs.shape[0], x.shape[-1])
+        if shape == mean.shape:
+            return mean
+        kept = view(mean, shape)          # keepdims, channels_first: (batch, channels, 1)
+        mean.dispose()
+        return kept

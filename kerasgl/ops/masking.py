@@ -54,3 +54,38 @@ def masked_mean_over_time(x: Tensor, mask: Tensor, keepdims: bool = False) -> Te
             total.dispose()
     finally:
         m3.dispose()
+
+
+def masked_softmax(x: Tensor, mask: Tensor, axis=-1) -> Tensor:
+    """Keras 3's Softmax layer with a mask broadcast to x as numpy does: masked logits become
+    -1e9, and masked outputs 0 (so a fully masked row is all zeros, not uniform)."""
+    from . import softmax
+    try:
+        fits = mask.ndim <= x.ndim and elementwise.broadcast_shape(x.shape, mask.shape) == tuple(x.shape)
+    except ShapeError:
+        fits = False
+    if not fits:
+        raise ShapeError(f"A masked softmax needs a mask that broadcasts to the inputs. Received "
+                         f"inputs of shape {list(x.shape)} and a mask of shape {list(mask.shape)}.")
+    # x * m + (m - 1) * 1e9: exactly x where kept, exactly -1e9 where masked (Keras's where()).
+    kept = elementwise.mul(x, mask)
+    try:
+        fill = elementwise.binary("sub", mask, 1.0)
+        try:
+            filled = elementwise.mul(fill, 1e9)
+        finally:
+            fill.dispose()
+        try:
+            logits = elementwise.add(kept, filled)
+        finally:
+            filled.dispose()
+    finally:
+        kept.dispose()
+    try:
+        probabilities = softmax.softmax(logits, axis)
+    finally:
+        logits.dispose()
+    try:
+        return elementwise.mul(probabilities, mask)
+    finally:
+        probabilities.dispose()

@@ -224,6 +224,20 @@ def test_bn_on_another_axis_is_not_folded(tmp_path, monkeypatch):
                   L.BatchNormalization(axis=1, name="bn"))
     _, _, fused, plain, fusions = run_both(spatial, tmp_path, monkeypatch)
     assert fusions == [] and fused == plain
+    steps = seq("steps_bn", (4, 6), L.Dense(4, name="d"), L.BatchNormalization(axis=1, name="bn"))
+    _, _, fused, plain, fusions = run_both(steps, tmp_path, monkeypatch)
+    assert fusions == [] and fused == plain
+
+
+def test_shared_layers_are_not_fused(tmp_path, monkeypatch):
+    """A convolution called twice has one set of weights: folding a BN for one call would change
+    the other."""
+    inputs = keras.Input((6, 6, 3))
+    conv = L.Conv2D(3, 3, padding="same", name="shared")
+    y = L.BatchNormalization(name="bn")(conv(conv(inputs)))
+    model = keras.Model(inputs, y, name="shared_conv")
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [] and fused == plain
 
 
 def test_no_fold_backwards_and_no_padding_into_same_conv(tmp_path, monkeypatch):

@@ -42,7 +42,7 @@ from .tensor import view
 FUSION_ENV = "KERASGL_FUSION"
 _enabled = [os.environ.get(FUSION_ENV, "1") not in ("0", "false", "False", "no", "off")]
 
-ZERO_PADDING = ("ZeroPadding1D", "ZeroPadding2D")
+ZERO_PADDING = ("ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D")
 
 
 class FusedOutputError(KerasGLError, ValueError):
@@ -271,7 +271,7 @@ class _Fuser:
     def _bn_affine(self, bn, host, host_node):
         """(scale, shift) per channel of an inference BatchNormalization whose axis is the last
         axis of the host's output (the channels of a channels-last convolution, a Dense's units);
-        None otherwise. Same arithmetic as BatchNormalization.build."""
+        None otherwise."""
         axes = bn.axis if isinstance(bn.axis, tuple) else (bn.axis,)
         if len(axes) != 1:
             return None
@@ -282,16 +282,7 @@ class _Fuser:
                 return None
         elif axis != -1:
             return None
-        weights = [np.asarray(w, np.float32) for w in bn.weights_np]
-        gamma = weights.pop(0) if bn.scale else None
-        beta = weights.pop(0) if bn.center else None
-        mean, variance = weights
-        inv = (np.float32(1.0) / np.sqrt(variance + np.float32(bn.epsilon))).astype(np.float32)
-        if gamma is not None:
-            inv = inv * gamma
-        shift = -mean * inv
-        if beta is not None:
-            shift = shift + beta
+        inv, shift = bn.affine()
         return inv.reshape(-1), shift.reshape(-1)
 
     def _output_rank(self, host, host_node):

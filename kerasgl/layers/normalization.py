@@ -58,24 +58,30 @@ class BatchNormalization(Layer):
 
     def build(self, input_shape):
         axes = normalize_axes(self.axis, len(input_shape), f"Layer '{self.name}': axis")
-        weights = [w.astype(np.float32) for w in self.weights_np]
+        inv, shift = self.affine()
+        expected = tuple(input_shape[a] for a in axes)
+        if inv.size != math.prod(expected):
+            raise self.shape_error(f"statistics of shape {inv.shape} do not fit input shape "
+                                   f"{tuple(input_shape)} along axis {self.axis}.")
+        self.first, self.span, (scale, shift) = span_params(tuple(input_shape), axes, inv, shift)
+        self.scale_t, self.shift_t = self.upload(scale), self.upload(shift)
+        self.built = True
+
+    def affine(self) -> tuple[np.ndarray, np.ndarray]:
+        """Inference BatchNormalization as y = x * scale + shift, per normalised position.
+        As keras.ops.batch_normalization: scale = rsqrt(var + eps) * gamma,
+        shift = beta - mean * scale (float32 throughout, in Keras's order of operations)."""
+        weights = [np.asarray(w, np.float32) for w in self.weights_np]
         gamma = weights.pop(0) if self.scale else None
         beta = weights.pop(0) if self.center else None
         mean, variance = weights
-        expected = tuple(input_shape[a] for a in axes)
-        if mean.size != math.prod(expected):
-            raise self.shape_error(f"statistics of shape {mean.shape} do not fit input shape "
-                                   f"{tuple(input_shape)} along axis {self.axis}.")
-        # As keras.ops.batch_normalization: inv = rsqrt(var + eps) * gamma; y = x*inv + (beta - mean*inv)
         inv = (np.float32(1.0) / np.sqrt(variance + np.float32(self.epsilon))).astype(np.float32)
         if gamma is not None:
             inv = inv * gamma
         shift = -mean * inv
         if beta is not None:
             shift = shift + beta
-        self.first, self.span, (scale, shift) = span_params(tuple(input_shape), axes, inv, shift)
-        self.scale_t, self.shift_t = self.upload(scale), self.upload(shift)
-        self.built = True
+        return inv, shift
 
     def call(self, inputs, **kwargs):
         return normalization.scale_shift(inputs, self.scale_t, self.shift_t, self.first, self.span)

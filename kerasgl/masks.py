@@ -80,16 +80,32 @@ def makes_mask(layer) -> bool:
 # -------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Masked:
-    """The tensor carries a mask, first made by layer `source`."""
+    """The tensor carries a mask, first made by layer `source`; its shape when known."""
     source: str
+    shape: tuple | None = None
 
 
 @dataclass(frozen=True)
 class Unknown:
-    """Keras's answer depends on its execution order: whether `attention` erased the mask of
-    `source` before the reading call ran."""
+    """A mask kerasgl cannot reproduce: a layer that would use it is refused, saying `why`."""
     source: str
-    attention: str
+    why: str
+
+
+def _erased_unknown(source: str, attention: str) -> Unknown:
+    return Unknown(source, (
+        f"the mask made by layer '{source}' is on a tensor that MultiHeadAttention "
+        f"'{attention}' also reads; Keras 3 erases that mask when the attention runs, and the "
+        "graph does not fix whether Keras runs the attention first, so kerasgl cannot tell "
+        "which answer Keras gives. Rewire the model so that one call depends on the other, or "
+        "pass the mask explicitly"))
+
+
+def _nested_unknown(model: str) -> Unknown:
+    return Unknown(model, (
+        f"the output of nested model '{model}' carries a mask (Embedding(mask_zero=True) or "
+        "Masking inside it), which Keras passes on; kerasgl does not carry masks out of nested "
+        "models"))
 
 
 def _any_state(states):
@@ -107,7 +123,8 @@ def _concatenate_state(states):
     """Concatenate.compute_mask: None only when no input has a mask (missing ones count as ones)."""
     if all(s is None for s in states):
         return None
-    return next((s for s in states if isinstance(s, Unknown)), _any_state(states))
+    unknown = next((s for s in states if isinstance(s, Unknown)), None)
+    return unknown or Masked(_any_state(states).source)
 
 
 def _refuse(layer, source: str) -> UnsupportedLayerError:
@@ -119,11 +136,7 @@ def _refuse(layer, source: str) -> UnsupportedLayerError:
 
 def _refuse_unknown(layer, state: Unknown) -> UnsupportedLayerError:
     return UnsupportedLayerError(
-        f"Layer '{layer.name}' ({layer.class_name}) reads the mask made by layer '{state.source}' "
-        f"on a tensor that MultiHeadAttention '{state.attention}' also reads; Keras 3 erases "
-        "that mask when the attention runs, and the graph does not fix whether Keras runs the "
-        "attention first. kerasgl cannot tell which answer Keras gives: rewire the model so that "
-        "one call depends on the other, or pass the mask explicitly.")
+        f"Layer '{layer.name}' ({layer.class_name}) would use a mask: {state.why}.")
 
 
 # -------------------------------------------------------------------------------------------------
@@ -221,7 +234,7 @@ class MaskPlan:
                 continue                        # reads before the attention runs
             if self._is_ancestor(attention.key, node.key):
                 return None                     # the attention ran first: erased
-            unknown = Unknown(getattr(state, "source", "?"), attention.layer.name)
+            unknown = _erased_unknown(state.source, attention.layer.name)
         return unknown or state
 
     def _plan_keras3(self, node) -> MaskCall | None:
@@ -229,6 +242,7 @@ class MaskPlan:
         layer, name = node.layer, node.layer.class_name
         call = MaskCall()
         first_refs = refs_in(_first_argument(node))
+        self._first_ref = first_refs[0] if first_refs else None
         recorded = node.kwargs.get("mask")
         if recorded is not None and refs_in(recorded):
             self._check_recorded(layer, recorded)
@@ -264,6 +278,7 @@ class MaskPlan:
             if not call.explicit and name in TAKES_MASK and len(tensor_args) == 1 \
                     and any(s is not None for s in visible):
                 uses.extend(s for s in visible if s is not None)
+                _check_time_distributed(layer, _any_state(visible).source, TAKES_MASK)
                 if name in LIST_MASK_ATTENTION:
                     call.add["mask"] = list(call.previous)
                 elif name in USES_MASK | {"Softmax"}:
@@ -274,14 +289,11 @@ class MaskPlan:
         for state in uses:
             if isinstance(state, Unknown):
                 raise _refuse_unknown(layer, state)
-        count = max(1, len(node.output_shapes))
-        call.outputs = [out_state is not None] + [False] * (count - 1)
-        if name == "Bidirectional" and out_state is not None and \
-                layer.config.get("merge_mode", "concat") is None:
-            call.outputs[1] = True
-        for i, flag in enumerate(call.outputs):
-            if flag:
-                self.state[node.output_ref(i)] = out_state
+        if name == "Softmax" and (call.explicit or "mask" in call.add):
+            mask_shape = self.graph.shapes.get(refs_in(recorded)[0]) if call.explicit \
+                else self.state[call.add["mask"]].shape
+            _check_softmax_mask(layer, mask_shape, self.graph.shapes.get(self._first_ref))
+        self._set_outputs(node, call, out_state)
         return call
 
     def _check_recorded(self, layer, recorded) -> None:
@@ -294,6 +306,7 @@ class MaskPlan:
         elif name in IGNORES_MASK_ARGUMENT or name in PASS_THROUGH - USES_MASK:
             return
         elif name in USES_MASK | {"Softmax"} and len(refs_in(recorded)) == 1:
+            _check_time_distributed(layer, refs_in(recorded)[0].layer, TAKES_MASK)
             return
         raise UnsupportedLayerError(
             f"Layer '{layer.name}' ({name}): is called with a mask (from "
@@ -305,12 +318,16 @@ class MaskPlan:
         name = layer.class_name
         if makes_mask(layer):
             call.rule = "made"
-            return Masked(layer.name)
+            shape = self.graph.shapes.get(self._first_ref)
+            if shape is not None and layer.class_name == "Masking":
+                shape = shape[:-1]
+            return Masked(layer.name, tuple(shape) if shape is not None else None)
         if call.explicit:
             # The recorded mask (for attention, its first entry: the query's) is the output's.
             from .graph import refs_in
             first = recorded[0] if isinstance(recorded, (list, tuple)) else recorded
-            previous = [Masked(layer.name) if refs_in(first) else None]
+            refs = refs_in(first)
+            previous = [Masked(layer.name, self.graph.shapes.get(refs[0])) if refs else None]
         else:
             previous = visible
         if not any(s is not None for s in previous):
@@ -331,32 +348,47 @@ class MaskPlan:
             raise _refuse(layer, _any_state(previous).source)
         return None                              # the layer drops the mask
 
+    def _set_outputs(self, node, call: MaskCall, out_state) -> None:
+        layer = node.layer
+        count = max(1, len(node.output_shapes))
+        call.outputs = [out_state is not None] + [False] * (count - 1)
+        if layer.class_name == "Bidirectional" and out_state is not None and \
+                layer.config.get("merge_mode", "concat") is None:
+            call.outputs[1] = True
+        for i, flag in enumerate(call.outputs):
+            if flag:
+                self.state[node.output_ref(i)] = out_state
+        inner = getattr(layer, "graph", None)
+        if inner is not None:
+            # A nested model's outputs keep the masks its layers set on them (Keras passes them
+            # on, at run time); kerasgl does not carry them out: a layer that would use one is
+            # refused.
+            inner_plan = MaskPlan(inner)
+            for i, ref in enumerate(inner.output_refs):
+                if inner_plan.state.get(ref) is not None:
+                    self.state[node.output_ref(i)] = _nested_unknown(layer.name)
+
     # -- Keras 2 (tf.keras): the mask of the first argument -----------------------------------
     def _plan_keras2(self, node) -> MaskCall | None:
         from .graph import refs_in
         layer, name = node.layer, node.layer.class_name
         first_refs = refs_in(_first_argument(node))
+        self._first_ref = first_refs[0] if first_refs else None
         incoming = [self.state.get(ref) for ref in first_refs]
         call = MaskCall(previous=[ref if s is not None else None
                                   for ref, s in zip(first_refs, incoming)])
         if any(s is not None for s in incoming):
             source = _any_state(incoming).source
             if name in USES_MASK:
-                inner = (layer.config.get("layer") or {}).get("class_name")
-                if name == "TimeDistributed" and inner in USES_MASK:
-                    raise _refuse(layer, source)
+                _check_time_distributed(layer, source, USES_MASK)
+                unknown = next((s for s in incoming if isinstance(s, Unknown)), None)
+                if unknown is not None:
+                    raise _refuse_unknown(layer, unknown)
                 call.add["mask"] = next(r for r in call.previous if r is not None)
             elif name not in PASS_THROUGH | MERGES | {"Concatenate"} and _reads_mask(layer):
                 raise _refuse(layer, source)
         out_state = self._output_state(layer, call, incoming)
-        count = max(1, len(node.output_shapes))
-        call.outputs = [out_state is not None] + [False] * (count - 1)
-        if name == "Bidirectional" and out_state is not None and \
-                layer.config.get("merge_mode", "concat") is None:
-            call.outputs[1] = True
-        for i, flag in enumerate(call.outputs):
-            if flag:
-                self.state[node.output_ref(i)] = out_state
+        self._set_outputs(node, call, out_state)
         return call
 
     # -- run time -----------------------------------------------------------------------------
@@ -420,6 +452,33 @@ def prepare_graph(graph) -> None:
     graph.mask_plan (None when no call needs anything done about masks)."""
     plan = MaskPlan(graph)
     graph.mask_plan = plan if plan else None
+
+
+def _check_time_distributed(layer, source: str, mask_takers: set) -> None:
+    """TimeDistributed hands its inner layer the mask of each step when that layer takes one;
+    kerasgl's TimeDistributed does not."""
+    inner = (layer.config.get("layer") or {}).get("class_name")
+    if layer.class_name == "TimeDistributed" and inner in mask_takers - IGNORES_MASK_ARGUMENT:
+        raise _refuse(layer, source)
+
+
+def _check_softmax_mask(layer, mask_shape, input_shape) -> None:
+    """Keras's Softmax.call check, at load: the mask must broadcast to the inputs (dims that are
+    None are not compared). Keras raises too, when the model runs."""
+    if mask_shape is None or input_shape is None:
+        return
+    fits = len(mask_shape) <= len(input_shape) and all(
+        m is None or i is None or m in (1, i)
+        for m, i in zip(reversed(mask_shape), reversed(input_shape)))
+    if not fits:
+        raise UnsupportedLayerError(
+            f"Layer '{layer.name}' (Softmax): is called with a mask of shape "
+            f"{_format(mask_shape)} that does not broadcast to its input shape "
+            f"{_format(input_shape)}; Keras 3 raises when it runs this model too.")
+
+
+def _format(shape) -> str:
+    return "(" + ", ".join("None" if d is None else str(d) for d in shape) + ")"
 
 
 def _first_argument(node):

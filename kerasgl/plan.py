@@ -188,9 +188,6 @@ class Recorder:
         self._use_many(("copy", d.token, s.token, size, read_offset, write_offset), [d, s])
 
     # -- bookkeeping ---------------------------------------------------------------------------------
-    def soft_or_hard(self, hard: bool, message: str) -> None:
-        (self.hard if hard else self.soft).append(message)
-
     def _lookup(self, gl, handle):
         if gl is None:
             gl = ownership.gl_object_of(handle)
@@ -407,7 +404,7 @@ class Plan:
     def run_arrays(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         for (handle, _), array in zip(self.inputs, arrays):
             if handle is not None and array.size:
-                handle.write(array)
+                handle.write(np.ascontiguousarray(array))
         self._run_steps()
         results = []
         for handle, shape, dtype in self.outputs:

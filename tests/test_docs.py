@@ -49,3 +49,11 @@ def test_memory_guide_examples_print_what_they_say():
 @pytest.mark.parametrize("document", ["README.md"])
 def test_readme_tour_runs(document):
     run_examples(document)
+
+
+def test_layer_list_is_current():
+    """docs/layers.md is generated from the registries; a new layer must regenerate it."""
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "scripts", "list_layers.py")
+    result = subprocess.run([sys.executable, script, "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

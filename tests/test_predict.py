@@ -134,8 +134,16 @@ def test_only_weights_remain_after_predict_and_dispose_frees_them(tmp_path):
     after_load = gl_state()
     assert after_load[0] == empty[0] + 2 and after_load[4] == empty[4] + 2   # two weight buffers
     loaded.predict(np.ones((40, 8), "f4"), batch_size=16, verbose=0)
+    # No intermediate tensor survives predict; the only new GL objects are the buffers of the
+    # model's execution plans (issue 5), which belong to the model and are counted as planned.
+    after_predict = gl_state()
+    assert after_predict[:2] == after_load[:2]
+    assert kg.memory().planned_bytes > 0
+    loaded.use_plans = False                            # frees the plans at once
     assert gl_state() == after_load
-    loaded.dispose()
+    loaded.use_plans = True
+    loaded.predict(np.ones((40, 8), "f4"), batch_size=16, verbose=0)
+    loaded.dispose()                                    # frees weights and plans together
     assert gl_state() == empty
     loaded.dispose()                                    # harmless twice
     with pytest.raises(kg.DisposedError, match="disposed"):

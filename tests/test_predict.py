@@ -222,3 +222,20 @@ def test_architecture_json_plus_weights(tmp_path):
     data = np.random.default_rng(3).standard_normal((2, 4)).astype("f4")
     with kg.load_model_from_json(model.to_json(), weights) as loaded:
         assert_close(loaded.predict(data, verbose=0), model.predict(data, verbose=0))
+
+
+def test_batches_too_large_for_one_storage_buffer_are_split(tmp_path):
+    """A batch whose intermediate would exceed GL_MAX_SHADER_STORAGE_BLOCK_SIZE runs as several
+    GPU batches instead of failing (32 MobileNetV2 images at 224 exceed llvmpipe's 128 MiB)."""
+    limit = kg.info().limits.max_ssbo_block_bytes
+    width = 8192                                     # 32 KiB per sample in the wide layer
+    count = limit // (4 * width) + 3                 # one more than fits in a single buffer
+    x = keras.Input((16,), name="x")
+    model = keras.Model(x, keras.layers.Dense(1)(keras.layers.Dense(width, activation="relu")(x)))
+    data = np.random.default_rng(0).uniform(-1, 1, (count, 16)).astype("float32")
+    path = _save(model, tmp_path)                    # randomises the weights first
+    expected = model.predict(data, batch_size=count, verbose=0)
+    with kg.load_model(path) as loaded:
+        assert loaded._largest_fitting_batch() < count
+        actual = loaded.predict(data, batch_size=count, verbose=0)
+    np.testing.assert_allclose(actual, expected, atol=1e-4, rtol=1e-4)

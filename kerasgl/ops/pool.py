@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
-from ..tensor import Tensor, empty, view
-from . import dispatch
+from ..tensor import Tensor, view
+from .channels_last import check_input, run_per_cell
 from .storage_ops import any_storage
 
 
@@ -20,44 +20,34 @@ def pool_padding(size: int, pool: int, stride: int, padding: str) -> tuple[int, 
     raise ValueError(f"Unknown padding {padding!r}; expected 'valid' or 'same'.")
 
 
-def _vec(channels: int) -> int:
-    return 4 if channels % 4 == 0 else 1
+def check_mode(mode: str, what: str) -> None:
+    if mode not in ("max", "avg"):
+        raise ValueError(f"{what} mode must be 'max' or 'avg', not {mode!r}.")
 
 
 @any_storage
 def pool2d(x: Tensor, mode: str, pool_size, strides, padding: str = "valid") -> Tensor:
     """Max ('max') or average ('avg') pooling of x [batch, height, width, channels]."""
-    x._check_alive()
-    if mode not in ("max", "avg"):
-        raise ValueError(f"pool2d mode must be 'max' or 'avg', not {mode!r}.")
-    if x.ndim != 4:
-        raise ShapeError(f"pool2d expects a 4D input [batch, height, width, channels]. "
-                         f"Received shape {list(x.shape)}.")
+    check_mode(mode, "pool2d")
+    check_input(x, 4, "pool2d")
     b, h, w, c = x.shape
     oh, top = pool_padding(h, pool_size[0], strides[0], padding)
     ow, left = pool_padding(w, pool_size[1], strides[1], padding)
     if oh <= 0 or ow <= 0:
         raise ShapeError(f"pool2d: a {pool_size[0]}x{pool_size[1]} window does not fit input shape "
                          f"{list(x.shape)} with padding '{padding}'.")
-    out = empty((b, oh, ow, c))
-    if out.size == 0:
-        return out
-    vec = _vec(c)
-    n = out.size // vec
-    dispatch.run("pool2d.comp", defines={"VEC": vec, "IS_MAX": mode == "max"}, buffers=[x, out],
-                 uniforms={"in_h": h, "in_w": w, "channels": c // vec, "out_h": oh, "out_w": ow,
-                           "pool_h": pool_size[0], "pool_w": pool_size[1], "stride_h": strides[0],
-                           "stride_w": strides[1], "pad_top": top, "pad_left": left, "n": n},
-                 groups=dispatch.groups_for(n))
-    return out
+    return run_per_cell("pool2d.comp", x, (b, oh, ow, c), defines={"IS_MAX": mode == "max"},
+                        uniforms={"in_h": h, "in_w": w, "out_h": oh, "out_w": ow,
+                                  "pool_h": pool_size[0], "pool_w": pool_size[1],
+                                  "stride_h": strides[0], "stride_w": strides[1],
+                                  "pad_top": top, "pad_left": left})
 
 
 @any_storage
 def global_pool(x: Tensor, mode: str, keepdims: bool = False) -> Tensor:
     """Max or mean over every axis between batch and channels of x [batch, ..., channels]."""
+    check_mode(mode, "global_pool")
     x._check_alive()
-    if mode not in ("max", "avg"):
-        raise ValueError(f"global_pool mode must be 'max' or 'avg', not {mode!r}.")
     if x.ndim < 3:
         raise ShapeError(f"global_pool expects an input [batch, ..., channels] of rank 3 or more. "
                          f"Received shape {list(x.shape)}.")
@@ -65,13 +55,8 @@ def global_pool(x: Tensor, mode: str, keepdims: bool = False) -> Tensor:
     positions = math.prod(x.shape[1:-1])
     if positions == 0:
         raise ShapeError(f"global_pool: no spatial positions in input shape {list(x.shape)}.")
-    out = empty((b, c))
-    if out.size:
-        vec = _vec(c)
-        n = out.size // vec
-        dispatch.run("global_pool.comp", defines={"VEC": vec, "IS_MAX": mode == "max"},
-                     buffers=[x, out], uniforms={"positions": positions, "channels": c // vec, "n": n},
-                     groups=dispatch.groups_for(n))
+    out = run_per_cell("global_pool.comp", x, (b, c), defines={"IS_MAX": mode == "max"},
+                       uniforms={"positions": positions})
     if not keepdims:
         return out
     kept = view(out, (b,) + (1,) * (x.ndim - 2) + (c,))

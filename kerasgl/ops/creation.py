@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..tensor import Tensor, _check_storage, empty, normalize_dtype, normalize_shape
 from . import dispatch
+from .storage_ops import into_storage
 
 
 def fill(shape, value, dtype="float32", storage: str = "buffer") -> Tensor:
@@ -13,9 +14,4 @@ def fill(shape, value, dtype="float32", storage: str = "buffer") -> Tensor:
         value = int(value) if dtype == "int32" else float(value)
         dispatch.run("fill.comp", defines={"IS_INT": dtype == "int32"}, buffers=[out],
                      uniforms={"n": out.size, "value": value}, groups=dispatch.groups_for(out.size))
-    if storage == "buffer":
-        return out
-    try:
-        return out.to_texture()
-    finally:
-        out.dispose()
+    return into_storage(out, storage)

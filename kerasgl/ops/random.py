@@ -12,6 +12,7 @@ import os
 from ..errors import ShapeError
 from ..tensor import Tensor, _check_storage, empty, normalize_dtype, normalize_shape
 from . import dispatch
+from .storage_ops import into_storage
 
 _SEED_MASK = (1 << 64) - 1
 
@@ -40,12 +41,7 @@ def _generate(shader: str, shape, dtype, storage: str, seed, uniforms: dict) -> 
         dispatch.run(shader, buffers=[out],
                      uniforms={"n": out.size, "seed": _seed_words(seed), **uniforms},
                      groups=dispatch.groups_for(blocks))
-    if storage == "buffer":
-        return out
-    try:
-        return out.to_texture()
-    finally:
-        out.dispose()
+    return into_storage(out, storage)
 
 
 def random_uniform(shape, minval: float = 0.0, maxval: float = 1.0, dtype="float32", seed=None,

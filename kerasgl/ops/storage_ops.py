@@ -12,14 +12,8 @@ _FORMAT = {"float32": 0x822E, "int32": 0x8235}   # GL_R32F, GL_R32I
 def to_texture(x: Tensor) -> Tensor:
     x._check_alive()
     if x.storage == "texture":
-        return _copy_texture(x)
-    out = empty(x.shape, x.dtype, storage="texture")
-    if x.size:
-        width, _ = texture_extent(x.size)
-        dispatch.run("buffer_to_texture.comp", defines={"IS_INT": x.dtype == "int32"},
-                     buffers=[x], images=[(0, out.gl_texture(), False, True, _FORMAT[x.dtype])],
-                     uniforms={"n": x.size, "width": width}, groups=dispatch.groups_for(x.size))
-    return out
+        return into_storage(to_buffer(x), "texture")
+    return _convert(x, "texture", "buffer_to_texture.comp")
 
 
 def to_buffer(x: Tensor) -> Tensor:
@@ -27,21 +21,33 @@ def to_buffer(x: Tensor) -> Tensor:
     if x.storage == "buffer":
         from .layout import copy
         return copy(x)
-    out = empty(x.shape, x.dtype, storage="buffer")
+    return _convert(x, "buffer", "texture_to_buffer.comp")
+
+
+def _convert(x: Tensor, storage: str, shader: str) -> Tensor:
+    """A new tensor with x's data in the other storage: `shader` reads one side as a buffer and
+    the other as the image at unit 0."""
+    out = empty(x.shape, x.dtype, storage=storage)
     if x.size:
         width, _ = texture_extent(x.size)
-        dispatch.run("texture_to_buffer.comp", defines={"IS_INT": x.dtype == "int32"},
-                     buffers=[out], images=[(0, x.gl_texture(), True, False, _FORMAT[x.dtype])],
+        writes_texture = storage == "texture"
+        buffer, texture = (x, out) if writes_texture else (out, x)
+        dispatch.run(shader, defines={"IS_INT": x.dtype == "int32"}, buffers=[buffer],
+                     images=[(0, texture.gl_texture(), not writes_texture, writes_texture,
+                              _FORMAT[x.dtype])],
                      uniforms={"n": x.size, "width": width}, groups=dispatch.groups_for(x.size))
     return out
 
 
-def _copy_texture(x: Tensor) -> Tensor:
-    staged = to_buffer(x)
+def into_storage(x: Tensor, storage: str) -> Tensor:
+    """x itself when it is stored in `storage`; else a copy there, and x (a temporary the caller
+    hands over) is disposed."""
+    if x.storage == storage:
+        return x
     try:
-        return to_texture(staged)
+        return to_texture(x) if storage == "texture" else to_buffer(x)
     finally:
-        staged.dispose()
+        x.dispose()
 
 
 def any_storage(op):
@@ -69,10 +75,7 @@ def any_storage(op):
             for buffer in temporaries:
                 buffer.dispose()
         if all(t.storage == "texture" for t in tensors) and isinstance(result, Tensor):
-            try:
-                return to_texture(result)
-            finally:
-                result.dispose()
+            return into_storage(result, "texture")
         return result
 
     return wrapper

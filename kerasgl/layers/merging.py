@@ -1,7 +1,7 @@
 """Merging layers: Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate, Dot."""
 from __future__ import annotations
 
-from ..ops import merge
+from ..ops import elementwise, merge
 from ..tensor import view
 from .base import Layer, register
 from .op_nodes import _BINARY, BinaryOp
@@ -163,5 +163,5 @@ class BinaryOpWithActivation(BinaryOp):
         self.epilogue = pointwise
 
     def run(self, bound):
-        return merge.binary_activation(_BINARY[self.class_name], bound["x1"], bound["x2"],
-                                       self.epilogue)
+        return elementwise.binary(_BINARY[self.class_name], bound["x1"], bound["x2"],
+                                  self.epilogue)

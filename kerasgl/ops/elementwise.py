@@ -47,8 +47,10 @@ def _as_operand(value):
 
 
 @any_storage
-def binary(op: str, a, b) -> Tensor:
-    """c = op(a, b) elementwise; a and b are tensors or numbers, broadcast as numpy does."""
+def binary(op: str, a, b, activation=None) -> Tensor:
+    """c = op(a, b) elementwise; a and b are tensors or numbers, broadcast as numpy does.
+    `activation` (an activations.Pointwise, e.g. a ReLU that fusion.py merged into this op) is
+    applied to c in the same dispatch: binary.comp's ACT epilogue."""
     if op not in BINARY_OPS:
         raise ValueError(f"Unknown binary op {op!r}; expected one of {BINARY_OPS}.")
     a, b = _as_operand(a), _as_operand(b)
@@ -64,7 +66,14 @@ def binary(op: str, a, b) -> Tensor:
         return out
     a_scalar, b_scalar = not isinstance(a, Tensor), not isinstance(b, Tensor)
     broadcast = (not a_scalar and a_shape != out_shape) or (not b_scalar and b_shape != out_shape)
+    if activation is not None and activation.is_identity:
+        activation = None
     uniforms = {"n": out.size}
+    defines = {"OP": f"binary_{op}", "A_SCALAR": a_scalar, "B_SCALAR": b_scalar,
+               "BROADCAST": broadcast}
+    if activation is not None:
+        uniforms.update(activation_uniforms(activation.params))
+        defines["ACT"] = activation.function
     if a_scalar:
         uniforms["a_value"] = a
     if b_scalar:
@@ -75,9 +84,8 @@ def binary(op: str, a, b) -> Tensor:
                         b_strides=_pad(broadcast_strides(b_shape, out_shape), fill=0))
     # An unused binding still needs a buffer bound; the output serves as a harmless stand-in.
     buffers = [out if a_scalar else a, out if b_scalar else b, out]
-    dispatch.run("binary.comp", defines={"OP": f"binary_{op}", "A_SCALAR": a_scalar,
-                                         "B_SCALAR": b_scalar, "BROADCAST": broadcast},
-                 buffers=buffers, uniforms=uniforms, groups=dispatch.groups_for(out.size))
+    dispatch.run("binary.comp", defines=defines, buffers=buffers, uniforms=uniforms,
+                 groups=dispatch.groups_for(out.size))
     return out
 
 

@@ -83,51 +83,11 @@ def nary(op: str, tensors, activation=None) -> Tensor:
         epilogue = activation if i == len(steps) - 1 else None
         previous = result
         try:
-            result = binary_activation(binary, previous, operand, epilogue)
+            result = elementwise.binary(binary, previous, operand, epilogue)
         finally:
             if previous is not tensors[0]:
                 previous.dispose()
     return result
-
-
-@any_storage
-def binary_activation(op: str, a, b, activation=None) -> Tensor:
-    """act(op(a, b)) elementwise in one dispatch (binary.comp with its ACT epilogue); a and b are
-    tensors or numbers, broadcast as numpy does. Without an activation, elementwise.binary."""
-    if activation is None or activation.is_identity:
-        return elementwise.binary(op, a, b)
-    if op not in elementwise.BINARY_OPS:
-        raise ValueError(f"Unknown binary op {op!r}; expected one of {elementwise.BINARY_OPS}.")
-    a, b = elementwise._as_operand(a), elementwise._as_operand(b)
-    a_scalar, b_scalar = not isinstance(a, Tensor), not isinstance(b, Tensor)
-    if a_scalar and b_scalar:
-        raise TypeError("binary_activation() needs at least one kerasgl Tensor.")
-    a_shape = () if a_scalar else a.shape
-    b_shape = () if b_scalar else b.shape
-    out_shape = elementwise.broadcast_shape(a_shape, b_shape)
-    if len(out_shape) > elementwise.MAX_RANK:
-        raise ShapeError(f"Elementwise ops support up to rank {elementwise.MAX_RANK}. "
-                         f"Received {list(out_shape)}.")
-    out = empty(out_shape)
-    if out.size == 0:
-        return out
-    broadcast = (not a_scalar and a_shape != out_shape) or (not b_scalar and b_shape != out_shape)
-    uniforms = {"n": out.size, **elementwise.activation_uniforms(activation.params)}
-    if a_scalar:
-        uniforms["a_value"] = a
-    if b_scalar:
-        uniforms["b_value"] = b
-    if broadcast:
-        pad = elementwise._pad
-        uniforms.update(rank=len(out_shape), out_shape=pad(out_shape),
-                        a_strides=pad(elementwise.broadcast_strides(a_shape, out_shape), fill=0),
-                        b_strides=pad(elementwise.broadcast_strides(b_shape, out_shape), fill=0))
-    buffers = [out if a_scalar else a, out if b_scalar else b, out]
-    dispatch.run("binary.comp", defines={"OP": f"binary_{op}", "A_SCALAR": a_scalar,
-                                         "B_SCALAR": b_scalar, "BROADCAST": broadcast,
-                                         "ACT": activation.function},
-                 buffers=buffers, uniforms=uniforms, groups=dispatch.groups_for(out.size))
-    return out
 
 
 @any_storage

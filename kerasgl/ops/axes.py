@@ -13,6 +13,13 @@ from ..errors import ShapeError
 MAX_GROUPS = 4
 
 
+def reduced_axes(x, axis, what: str) -> tuple[int, ...]:
+    """normalize_axes(axis, x.ndim) for an op over axes of x, which cannot be a scalar."""
+    if x.ndim == 0:
+        raise ShapeError(f"{what} needs a tensor of rank >= 1. Received a scalar.")
+    return normalize_axes(axis, x.ndim)
+
+
 def normalize_axes(axes, rank: int, what: str = "axis") -> tuple[int, ...]:
     """Sorted non-negative axes from an int or a sequence of ints (negative counted from the end)."""
     if isinstance(axes, int):
@@ -74,3 +81,15 @@ def run_grouped(shader: str, kept, reduced, *, defines: dict, buffers, uniforms:
     dispatch.run(shader, defines=defines, buffers=buffers,
                  uniforms=uniforms,
                  groups=dispatch.groups_for(n_outer))
+
+
+def run_over_axes(shader: str, x, axes, *, defines: dict, buffers, uniforms: dict):
+    """A new tensor shaped like x, written by a shader built on axis_groups.glsl (one invocation
+    per position outside `axes`) that reads `buffers` and writes the output, bound after them."""
+    from ..tensor import empty
+    out = empty(x.shape)
+    if out.size:
+        kept, reduced = axis_groups(x.shape, axes)
+        run_grouped(shader, kept, reduced, defines=defines, buffers=[*buffers, out],
+                    uniforms=uniforms)
+    return out

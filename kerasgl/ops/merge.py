@@ -7,7 +7,8 @@ import math
 from ..errors import ShapeError
 from ..tensor import Tensor, empty, view
 from . import dispatch, elementwise, layout
-from .axes import axis_groups, normalize_axes, run_grouped
+from .axes import normalize_axes, reduced_axes, run_over_axes
+from .checks import float32_tensor
 from .matmul import matmul
 from .storage_ops import any_storage
 
@@ -15,19 +16,10 @@ NARY_OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "average": "add"
             "maximum": "maximum", "minimum": "minimum"}
 
 
-def _check(x, what="input") -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{what} must be a kerasgl Tensor, not {type(x).__name__}.")
-    x._check_alive()
-    if x.dtype != "float32":
-        raise ShapeError(f"{what} must be float32. Received {x.dtype} of shape {list(x.shape)}.")
-    return x
-
-
 @any_storage
 def concatenate(tensors, axis: int = -1) -> Tensor:
     """Join tensors along `axis`; every other dimension must match."""
-    tensors = [_check(t, f"concatenate input {i}") for i, t in enumerate(tensors)]
+    tensors = [float32_tensor(t, f"concatenate input {i}") for i, t in enumerate(tensors)]
     if not tensors:
         raise ShapeError("concatenate needs at least one tensor.")
     rank = tensors[0].ndim
@@ -61,7 +53,7 @@ def nary(op: str, tensors, activation=None) -> Tensor:
     epilogue of the last dispatch: no extra pass over the result."""
     if op not in NARY_OPS:
         raise ValueError(f"Unknown merge op {op!r}; expected one of {tuple(NARY_OPS)}.")
-    tensors = [_check(t, f"{op} input {i}") for i, t in enumerate(tensors)]
+    tensors = [float32_tensor(t, f"{op} input {i}") for i, t in enumerate(tensors)]
     if not tensors or (op == "subtract" and len(tensors) != 2):
         raise ShapeError(f"{op} needs {'exactly 2' if op == 'subtract' else 'at least 1'} tensors. "
                          f"Received {len(tensors)}.")
@@ -93,17 +85,9 @@ def nary(op: str, tensors, activation=None) -> Tensor:
 @any_storage
 def l2_normalize(x: Tensor, axis=-1, epsilon: float = 1e-7) -> Tensor:
     """x * min(rsqrt(sum(x^2, axis)), 1/epsilon), as keras.ops.normalize(x, axis, order=2)."""
-    x = _check(x)
-    if x.ndim == 0:
-        raise ShapeError("l2_normalize needs a tensor of rank >= 1. Received a scalar.")
-    axes = normalize_axes(axis, x.ndim)
-    out = empty(x.shape)
-    if out.size == 0:
-        return out
-    kept, reduced = axis_groups(x.shape, axes)
-    run_grouped("l2_normalize.comp", kept, reduced, defines={}, buffers=[x, out],
-                uniforms={"epsilon": float(epsilon)})
-    return out
+    x = float32_tensor(x, "input")
+    return run_over_axes("l2_normalize.comp", x, reduced_axes(x, axis, "l2_normalize"),
+                         defines={}, buffers=[x], uniforms={"epsilon": float(epsilon)})
 
 
 def batch_dot_shape(x_shape, y_shape, axes) -> tuple:
@@ -119,7 +103,7 @@ def batch_dot(x: Tensor, y: Tensor, axes) -> Tensor:
     """keras.layers.Dot's batch_dot: contract x's axis axes[0] with y's axes[1], batch axis 0
     shared. Follows keras/src/layers/merging/dot.py step by step; moving the contracted axis is a
     transpose flag of the matmul (no copy) when it is the other of the last two axes."""
-    x, y = _check(x, "x"), _check(y, "y")
+    x, y = float32_tensor(x, "x"), float32_tensor(y, "y")
     if x.ndim < 2 or y.ndim < 2:
         raise ShapeError(f"batch_dot needs inputs of rank >= 2. Received shapes {list(x.shape)} "
                          f"and {list(y.shape)}.")

@@ -7,26 +7,18 @@ import math
 from ..errors import ShapeError
 from ..tensor import Tensor, empty
 from . import dispatch
-from .axes import axis_groups, normalize_axes, run_grouped
+from .axes import normalize_axes, reduced_axes, run_over_axes
+from .checks import float32_tensor
 from .storage_ops import any_storage
-
-
-def _check(x, what="x") -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{what} must be a kerasgl Tensor, not {type(x).__name__}.")
-    x._check_alive()
-    if x.dtype != "float32":
-        raise ShapeError(f"{what} must be float32. Received {x.dtype} of shape {list(x.shape)}.")
-    return x
 
 
 def _channel_map(x: Tensor, scale: Tensor, shift: Tensor | None, axis: int, mode: int,
                  span: int = 1) -> Tensor:
     # An int32 input is read as float (Rescaling / Normalization of uint8 images cast it first).
     if not (isinstance(x, Tensor) and x.dtype == "int32"):
-        x = _check(x)
+        x = float32_tensor(x)
     x._check_alive()
-    scale = _check(scale, "scale")
+    scale = float32_tensor(scale, "scale")
     if x.ndim == 0:
         raise ShapeError("A per-channel op needs a tensor of rank >= 1. Received a scalar.")
     (axis,) = normalize_axes(axis, x.ndim)
@@ -34,7 +26,7 @@ def _channel_map(x: Tensor, scale: Tensor, shift: Tensor | None, axis: int, mode
         raise ShapeError(f"A per-channel span of {span} axes from axis {axis} does not fit input "
                          f"shape {list(x.shape)}.")
     channels = math.prod(x.shape[axis:axis + span])
-    if scale.size != channels or (shift is not None and _check(shift, "shift").size != channels):
+    if scale.size != channels or (shift is not None and float32_tensor(shift, "shift").size != channels):
         raise ShapeError(
             f"Per-channel parameters must have {channels} values (axes {axis}..{axis + span - 1} of input shape "
             f"{list(x.shape)}). Received {scale.size}"
@@ -81,22 +73,16 @@ def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = Non
 
     gamma / beta hold one value per element of the normalised axes, in C order of those axes
     (sorted), i.e. Keras's weights flattened."""
-    x = _check(x)
-    if x.ndim == 0:
-        raise ShapeError("layer_norm needs a tensor of rank >= 1. Received a scalar.")
-    axes = normalize_axes(axis, x.ndim)
+    x = float32_tensor(x)
+    axes = reduced_axes(x, axis, "layer_norm")
     red_len = math.prod(x.shape[a] for a in axes)
     for name, param in (("gamma", gamma), ("beta", beta)):
-        if param is not None and _check(param, name).size != red_len:
+        if param is not None and float32_tensor(param, name).size != red_len:
             raise ShapeError(f"layer_norm: {name} must have {red_len} values (the normalised axes "
                              f"{list(axes)} of input shape {list(x.shape)}). Received {param.size}.")
-    out = empty(x.shape)
-    if out.size == 0:
-        return out
-    kept, reduced = axis_groups(x.shape, axes)
-    run_grouped("layer_norm.comp", kept, reduced,
-                defines={"HAS_GAMMA": gamma is not None, "HAS_BETA": beta is not None and not rms_scaling,
-                         "RMS_SCALING": bool(rms_scaling)},
-                buffers=[x, gamma if gamma is not None else x, beta if beta is not None else x, out],
-                uniforms={"epsilon": float(epsilon)})
-    return out
+    return run_over_axes(
+        "layer_norm.comp", x, axes,
+        defines={"HAS_GAMMA": gamma is not None, "HAS_BETA": beta is not None and not rms_scaling,
+                 "RMS_SCALING": bool(rms_scaling)},
+        buffers=[x, gamma if gamma is not None else x, beta if beta is not None else x],
+        uniforms={"epsilon": float(epsilon)})

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..tensor import Tensor, empty, view
 from . import dispatch
+from .checks import float32_tensor
 from .storage_ops import any_storage
 
 OPS = {"sum": 0, "mean": 0, "max": 1, "min": 2}
@@ -84,12 +85,7 @@ def reduce(op: str, x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     """op in sum / mean / max / min over `axis` (None, an int or a tuple), as numpy does."""
     if op not in OPS:
         raise ValueError(f"Unknown reduction {op!r}; expected one of {tuple(OPS)}.")
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}() takes a kerasgl Tensor, not {type(x).__name__}.")
-    x._check_alive()
-    if x.dtype != "float32":
-        raise ShapeError(f"{op}() takes float32 tensors. Received {x.dtype} tensor of shape "
-                         f"{list(x.shape)}.")
+    x = float32_tensor(x, f"{op}() input")
     axes = normalize_axes(axis, x.ndim)
     out_shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keepdims else \
         tuple(n for d, n in enumerate(x.shape) if d not in axes)

@@ -1,35 +1,16 @@
 """softmax and log_softmax over any axis (or set of axes), numerically stable."""
 from __future__ import annotations
 
-import math
-
-from ..errors import ShapeError
-from ..tensor import Tensor, empty
-from . import dispatch
-from .axes import axis_groups, normalize_axes, run_grouped
+from ..tensor import Tensor
+from .axes import reduced_axes, run_over_axes
+from .checks import float32_tensor
 from .storage_ops import any_storage
 
 
-def _check(x) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"softmax takes a kerasgl Tensor, not {type(x).__name__}.")
-    x._check_alive()
-    if x.dtype != "float32":
-        raise ShapeError(f"softmax takes float32 tensors. Received {x.dtype} of shape {list(x.shape)}.")
-    return x
-
-
 def _run(x: Tensor, axis, log: bool) -> Tensor:
-    x = _check(x)
-    if x.ndim == 0:
-        raise ShapeError("softmax needs a tensor of rank >= 1. Received a scalar.")
-    axes = normalize_axes(axis, x.ndim)
-    out = empty(x.shape)
-    if out.size == 0:
-        return out
-    kept, reduced = axis_groups(x.shape, axes)
-    run_grouped("softmax.comp", kept, reduced, defines={"LOG": log}, buffers=[x, out], uniforms={})
-    return out
+    x = float32_tensor(x, "softmax input")
+    return run_over_axes("softmax.comp", x, reduced_axes(x, axis, "softmax"),
+                         defines={"LOG": log}, buffers=[x], uniforms={})
 
 
 @any_storage

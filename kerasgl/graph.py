@@ -272,7 +272,7 @@ class Graph:
                 kwargs = map_refs(node.kwargs, values.__getitem__)
                 if self.mask_plan is not None:
                     kwargs = self.mask_plan.prepare(node, kwargs, masks)
-                result = mask_rules.call_with_mask(node.layer, args, kwargs)
+                result = node.layer.call(*args, **kwargs)
                 outputs = list(result) if isinstance(result, (list, tuple)) else [result]
                 live = {id(t) for t in values.values()}
                 for i, tensor in enumerate(outputs):

@@ -546,19 +546,3 @@ def release(masks: dict) -> None:
     ownership.dispose(list(masks.values()))
     masks.clear()
 
-
-# -------------------------------------------------------------------------------------------------
-# Layers kerasgl runs with a mask outside their own module
-# -------------------------------------------------------------------------------------------------
-def call_with_mask(layer, args, kwargs):
-    """layer.call, except for Softmax with a mask (Keras 3: masked logits -1e9, then masked
-    outputs 0), which kerasgl's Softmax layer does not take yet."""
-    mask = kwargs.get("mask")
-    if mask is not None and layer.class_name == "Softmax":
-        from .errors import ShapeError
-        from .ops.masking import masked_softmax
-        try:
-            return masked_softmax(args[0], mask, layer.axis)
-        except ShapeError as exc:
-            raise ShapeError(f"Layer '{layer.name}' (Softmax): {exc}") from None
-    return layer.call(*args, **kwargs)

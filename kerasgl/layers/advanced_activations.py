@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops import elementwise, normalization, softmax
+from ..errors import ShapeError
+from ..ops import elementwise, masking, normalization, softmax
 from .base import Layer, register
 
 
@@ -44,23 +45,24 @@ class LeakyReLU(_Pointwise):
         self.params = (float(0.3 if slope is None else slope),)
 
 
-@register("ELU")
-class ELU(_Pointwise):
-    function = "elu"
+class _OneParameter(_Pointwise):
+    """A pointwise function of one parameter, the layer option `parameter` (default 1.0)."""
+    parameter = ""
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.params = (float(self.option("alpha", 1.0)),)
+        self.params = (float(self.option(self.parameter, 1.0)),)
+
+
+@register("ELU")
+class ELU(_OneParameter):
+    function, parameter = "elu", "alpha"
 
 
 @register("ThresholdedReLU")
-class ThresholdedReLU(_Pointwise):
+class ThresholdedReLU(_OneParameter):
     """Keras 2 only: x if x > theta else 0."""
-    function = "thresholded_relu"
-
-    def __init__(self, spec, keras_major: int = 3):
-        super().__init__(spec, keras_major)
-        self.params = (float(self.option("theta", 1.0)),)
+    function, parameter = "thresholded_relu", "theta"
 
 
 @register("Softmax")
@@ -79,8 +81,15 @@ class Softmax(Layer):
                 raise self.shape_error(f"axis {a} is out of range for input shape {tuple(input_shape)}.")
         return input_shape
 
-    def call(self, inputs, **kwargs):
-        return softmax.softmax(inputs, self.axis)
+    def call(self, inputs, mask=None, **kwargs):
+        """With a mask (Keras 3 passes one on, masks.py): masked logits -1e9, then masked
+        outputs 0, as Keras 3's Softmax.call."""
+        if mask is None:
+            return softmax.softmax(inputs, self.axis)
+        try:
+            return masking.masked_softmax(inputs, mask, self.axis)
+        except ShapeError as exc:
+            raise self.shape_error(str(exc)) from None
 
 
 @register("PReLU")

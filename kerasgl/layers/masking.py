@@ -24,18 +24,10 @@ class Masking(Layer):
 
     def compute_mask(self, inputs):
         """(batch, time) float mask: 1 where any feature differs from mask_value."""
-        differs = masking.not_equal(inputs, self.mask_value)
-        try:
-            return masking.any_last(differs)
-        finally:
-            differs.dispose()
+        return masking.any_not_equal(inputs, self.mask_value)
 
     def call(self, inputs, **kwargs):
-        differs = masking.not_equal(inputs, self.mask_value)
-        try:
-            keep = masking.any_last(differs, keepdims=True)
-        finally:
-            differs.dispose()
+        keep = masking.any_not_equal(inputs, self.mask_value, keepdims=True)
         try:
             return elementwise.mul(inputs, keep)
         finally:

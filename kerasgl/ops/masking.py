@@ -31,6 +31,16 @@ def any_last(x: Tensor, keepdims: bool = False) -> Tensor:
     return reduce.reduce("max", x, -1, keepdims)
 
 
+def any_not_equal(x: Tensor, value, keepdims: bool = False) -> Tensor:
+    """1.0 where any entry along the last axis of x differs from value, else 0.0 (the mask of
+    keras.layers.Masking)."""
+    differs = not_equal(x, value)
+    try:
+        return any_last(differs, keepdims)
+    finally:
+        differs.dispose()
+
+
 def masked_mean_over_time(x: Tensor, mask: Tensor, keepdims: bool = False) -> Tensor:
     """Keras's GlobalAveragePooling1D with a mask: x (batch, time, features), mask (batch, time):
     sum over kept steps / number of kept steps (0/0 = nan, as Keras, for a fully masked row)."""

@@ -26,14 +26,19 @@ from ..tensor import Tensor, tensor
 LAYER_CLASSES: dict[str, type] = {}
 
 
-def register(*class_names: str):
-    """Class decorator: this kerasgl layer implements these Keras class names."""
+def register_in(registry: dict, class_names: tuple):
+    """Class decorator entering the class in `registry` under these Keras class names."""
     def decorate(cls):
         for name in class_names:
-            LAYER_CLASSES[name] = cls
+            registry[name] = cls
         cls.keras_class_names = class_names
         return cls
     return decorate
+
+
+def register(*class_names: str):
+    """Class decorator: this kerasgl layer implements these Keras class names."""
+    return register_in(LAYER_CLASSES, class_names)
 
 
 class Layer:

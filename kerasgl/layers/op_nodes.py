@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ShapeError
-from .base import Layer
+from .base import Layer, register_in
 
 OP_CLASSES: dict[str, type] = {}
 OP_MODULE_PREFIXES = ("keras.src.ops", "keras.ops")
@@ -28,12 +28,8 @@ def is_op_module(module) -> bool:
 
 
 def register_op(*class_names: str):
-    def decorate(cls):
-        for name in class_names:
-            OP_CLASSES[name] = cls
-        cls.keras_class_names = class_names
-        return cls
-    return decorate
+    """Class decorator: this op node implements these Keras operation class names."""
+    return register_in(OP_CLASSES, class_names)
 
 
 @dataclass(frozen=True)

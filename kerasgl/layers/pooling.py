@@ -81,8 +81,11 @@ class _GlobalPool(SpatialLayer):
         return self._kept_shape(shape[0], shape[-1])
 
     def channels_last_call(self, x):
-        out = pool.global_pool(x, self.mode)
-        shape = self._kept_shape(x.shape[0], x.shape[-1])
+        return self._in_kept_shape(pool.global_pool(x, self.mode), x.shape[-1])
+
+    def _in_kept_shape(self, out, channels):
+        """out (batch, channels), as _kept_shape wants it (a view when keepdims adds axes)."""
+        shape = self._kept_shape(out.shape[0], channels)
         if shape == out.shape:
             return out
         kept = view(out, shape)
@@ -121,9 +124,4 @@ class GlobalAveragePooling1D(_GlobalPool):
         finally:
             if x is not inputs:
                 x.dispose()
-        shape = self._kept_shape(inputs.shape[0], x.shape[-1])
-        if shape == mean.shape:
-            return mean
-        kept = view(mean, shape)          # keepdims, channels_first: (batch, channels, 1)
-        mean.dispose()
-        return kept
+        return self._in_kept_shape(mean, x.shape[-1])

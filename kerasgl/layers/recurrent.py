@@ -98,11 +98,12 @@ def cells_from_rnn_config(cell_value, weights: list, keras_major: int, where: st
     return cells
 
 
-def _flatten(value) -> list:
+def flatten_states(value) -> list:
+    """The tensors of an initial_state argument (None, a tensor, or nested lists of them)."""
     if value is None:
         return []
     if isinstance(value, (list, tuple)):
-        return [leaf for item in value for leaf in _flatten(item)]
+        return [leaf for item in value for leaf in flatten_states(item)]
     return [value]
 
 
@@ -169,7 +170,7 @@ class Recurrent(Layer):
     def call(self, sequences, initial_state=None, mask=None, training=None, **kwargs):
         if isinstance(sequences, (list, tuple)):
             sequences, initial_state = sequences[0], list(sequences[1:]) or initial_state
-        output, states = self.run(sequences, _flatten(initial_state), mask)
+        output, states = self.run(sequences, flatten_states(initial_state), mask)
         if self.return_state:
             return [output] + states
         ownership.dispose(states)

@@ -10,7 +10,7 @@ from ..ops import elementwise, merge
 from ..saving.spec import LayerSpec
 from ..tensor import view
 from .base import LAYER_CLASSES, Layer, register
-from .recurrent import Recurrent
+from .recurrent import Recurrent, flatten_states
 
 MERGE_MODES = ("concat", "sum", "ave", "mul", None)
 
@@ -89,7 +89,7 @@ class Bidirectional(Layer):
     def call(self, sequences, initial_state=None, mask=None, training=None, **kwargs):
         if isinstance(sequences, (list, tuple)):
             sequences, initial_state = sequences[0], list(sequences[1:]) or initial_state
-        states = _flatten(initial_state)
+        states = flatten_states(initial_state)
         half = len(states) // 2
         y, f_states = self.forward.run(sequences, states[:half], mask)
         try:
@@ -188,12 +188,4 @@ class TimeDistributed(Layer):
     def dispose(self) -> None:
         self.layer.dispose()
         super().dispose()
-
-
-def _flatten(value) -> list:
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [leaf for item in value for leaf in _flatten(item)]
-    return [value]
 

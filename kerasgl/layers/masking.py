@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..ops import creation, elementwise, masking
 from .base import Layer, register
-from .op_nodes import OpNode, ReduceOp, _shape, broadcast_dims, register_op
+from .op_nodes import BroadcastingOp, OpNode, ReduceOp, register_op
 
 
 @register("Masking")
@@ -35,12 +35,8 @@ class Masking(Layer):
 
 
 @register_op("NotEqual")
-class NotEqualOp(OpNode):
-    params = ("x1", "x2")
+class NotEqualOp(BroadcastingOp):
     shaders = ("not_equal.comp",)
-
-    def output_shape(self, bound):
-        return broadcast_dims(_shape(bound["x1"]), _shape(bound["x2"]), f"Layer '{self.name}'")
 
     def run(self, bound):
         x, y = bound["x1"], bound["x2"]
@@ -61,12 +57,8 @@ _LOGICAL = {"LogicalOr": "maximum", "LogicalAnd": "minimum"}
 
 
 @register_op(*_LOGICAL)
-class LogicalOp(OpNode):
-    params = ("x1", "x2")
+class LogicalOp(BroadcastingOp):
     shaders = ("binary.comp",)
-
-    def output_shape(self, bound):
-        return broadcast_dims(_shape(bound["x1"]), _shape(bound["x2"]), f"Layer '{self.name}'")
 
     def run(self, bound):
         return elementwise.binary(_LOGICAL[self.class_name], bound["x1"], bound["x2"])

@@ -107,13 +107,17 @@ _BINARY = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "div", 
            "Power": "pow", "Maximum": "maximum", "Minimum": "minimum"}
 
 
-@register_op(*_BINARY)
-class BinaryOp(OpNode):
+class BroadcastingOp(OpNode):
+    """An op of two arguments (tensors or numbers) broadcast together as numpy does."""
     params = ("x1", "x2")
-    shaders = ("binary.comp",)
 
     def output_shape(self, bound):
         return broadcast_dims(_shape(bound["x1"]), _shape(bound["x2"]), f"Layer '{self.name}'")
+
+
+@register_op(*_BINARY)
+class BinaryOp(BroadcastingOp):
+    shaders = ("binary.comp",)
 
     def run(self, bound):
         from ..ops import elementwise
@@ -225,11 +229,26 @@ class ReshapeOp(OpNode):
         return layout.reshape(bound["x"], self.target(bound))
 
 
-@register_op("Squeeze")
-class SqueezeOp(OpNode):
+class _ReshapingOp(OpNode):
+    """An op that only changes the shape: new_shape(shape, bound) for symbolic and real inputs
+    alike, run as a reshape (a view)."""
     params = ("x", "axis")
 
-    def squeezed(self, shape, bound):
+    def new_shape(self, shape, bound):
+        raise NotImplementedError
+
+    def output_shape(self, bound):
+        return self.new_shape(_shape(bound["x"]), bound)
+
+    def run(self, bound):
+        from ..ops import layout
+        x = bound["x"]
+        return layout.reshape(x, self.new_shape(x.shape, bound))
+
+
+@register_op("Squeeze")
+class SqueezeOp(_ReshapingOp):
+    def new_shape(self, shape, bound):
         axis = self.opt(bound, "axis")
         if axis is None:
             return tuple(n for n in shape if n != 1)
@@ -239,20 +258,10 @@ class SqueezeOp(OpNode):
                 raise self.shape_error(f"cannot squeeze axis {a} of size {shape[a]} in {list(shape)}.")
         return tuple(n for d, n in enumerate(shape) if d not in axes)
 
-    def output_shape(self, bound):
-        return self.squeezed(_shape(bound["x"]), bound)
-
-    def run(self, bound):
-        from ..ops import layout
-        x = bound["x"]
-        return layout.reshape(x, self.squeezed(x.shape, bound))
-
 
 @register_op("ExpandDims")
-class ExpandDimsOp(OpNode):
-    params = ("x", "axis")
-
-    def expanded(self, shape, bound):
+class ExpandDimsOp(_ReshapingOp):
+    def new_shape(self, shape, bound):
         axis = self.opt(bound, "axis")
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
         rank = len(shape) + len(axes)
@@ -261,14 +270,6 @@ class ExpandDimsOp(OpNode):
         for d in range(rank):
             out.append(1 if d in positions else next(source))
         return tuple(out)
-
-    def output_shape(self, bound):
-        return self.expanded(_shape(bound["x"]), bound)
-
-    def run(self, bound):
-        from ..ops import layout
-        x = bound["x"]
-        return layout.reshape(x, self.expanded(x.shape, bound))
 
 
 @register_op("Transpose")

@@ -8,7 +8,7 @@
 // fastest across invocations, so neighbouring lanes read the same input pixels (cache-friendly)
 // and small images with many channels still fill the SIMD lanes.
 //
-// Weights are packed once at load (kerasgl/ops/conv.py pack_conv_weights) as
+// Weights are packed once at load (kerasgl/ops/conv.py pack_conv) as
 //   [group][cout block][kh][kw][cin of group][COUT_VEC] vec4, each vec4 = 4 consecutive couts,
 // zero-filled past the group's last output channel.
 // INPUT_DIL_H / INPUT_DIL_W > 1 turn this into a transposed convolution: the input is seen with
@@ -17,12 +17,27 @@
 #include "activations.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
 
-#if CIN_VEC4
+// W_IMAGE / X_IMAGE (chosen per device by kerasgl/tuning.py): the weights / the input are read
+// from RGBA32F images of 2^IMAGE_WIDTH_LOG2 texels a row, texel i holding vec4 i of the buffer
+// layout. Same values, same order of sums; on llvmpipe an image load is one gather per lane where
+// a storage-buffer load is a bounds-checked loop over lanes and components (about 2x faster).
+#define IMAGE_TEXEL(i) ivec2((i) & ((1 << IMAGE_WIDTH_LOG2) - 1), (i) >> IMAGE_WIDTH_LOG2)
+#if X_IMAGE
+layout(rgba32f, binding = 0) readonly uniform image2D x_image;
+#define LOAD_X4(i) imageLoad(x_image, IMAGE_TEXEL(i))
+#elif CIN_VEC4
 layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
+#define LOAD_X4(i) x4[i]
 #else
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 #endif
+#if W_IMAGE
+layout(rgba32f, binding = 1) readonly uniform image2D w_image;
+#define LOAD_W(i) imageLoad(w_image, IMAGE_TEXEL(i))
+#else
 layout(std430, binding = 1) readonly buffer W { vec4 w[]; };
+#define LOAD_W(i) w[i]
+#endif
 layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
 #if VEC_OUT
 layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };
@@ -100,12 +115,12 @@ void main() {
             for (int c = 0; c < cin_pg; c += 4) {
                 vec4 xv[PIX];
                 for (int p = 0; p < PIX; ++p) {
-                    vec4 value = x4[(base[p] + c) >> 2];
+                    vec4 value = LOAD_X4((base[p] + c) >> 2);
                     xv[p] = ok[p] ? value : vec4(0.0);
                 }
                 for (int v = 0; v < COUT_VEC; ++v) {
-                    mat4 m = mat4(w[wi + v], w[wi + COUT_VEC + v], w[wi + 2 * COUT_VEC + v],
-                                  w[wi + 3 * COUT_VEC + v]);
+                    mat4 m = mat4(LOAD_W(wi + v), LOAD_W(wi + COUT_VEC + v),
+                                  LOAD_W(wi + 2 * COUT_VEC + v), LOAD_W(wi + 3 * COUT_VEC + v));
                     for (int p = 0; p < PIX; ++p) acc[p][v] += m * xv[p];
                 }
                 wi += 4 * COUT_VEC;
@@ -118,7 +133,7 @@ void main() {
                     xs[p] = ok[p] ? value : 0.0;
                 }
                 for (int v = 0; v < COUT_VEC; ++v) {
-                    vec4 wv = w[wi + v];
+                    vec4 wv = LOAD_W(wi + v);
                     for (int p = 0; p < PIX; ++p) acc[p][v] += wv * xs[p];
                 }
                 wi += COUT_VEC;

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import ownership
 from ..errors import ModelFileError
 from ..ops import conv
 from . import activations
@@ -77,6 +78,13 @@ class _ConvBase(SpatialLayer):
             return from_rows(op(rows))
         finally:
             rows.dispose()
+
+    def upload_image(self, array):
+        """A packed kernel in an RGBA32F image (conv.rgba_image), owned by this layer as upload()'s
+        buffers are: exempt from tidy scopes, freed by dispose()."""
+        weight = ownership.keep(conv.rgba_image(array))
+        self._gpu_weights.append(weight)
+        return weight
 
     # -- graph fusions ------------------------------------------------------------------------
     out_channels = 0          # set by subclasses
@@ -174,7 +182,8 @@ class _Conv(_ConvBase):
         self.compute_output_shape(input_shape)
         kernel, bias = self.folded(self.weights_np[0], self.weights_np[1] if self.use_bias else None,
                                    lambda k, scale: k * scale)
-        self.kernel = conv.pack_conv(kernel, bias, self.groups, self.upload)
+        self.kernel = conv.pack_conv(kernel, bias, self.groups, self.upload,
+                                     upload_image=self.upload_image)
         self.built = True
 
     def channels_last_call(self, x):
@@ -263,7 +272,7 @@ class _Separable(_ConvBase):
         self.depthwise = conv.pack_depthwise(self.weights_np[0], None, self.upload)
         kernel, bias = self.folded(self.weights_np[1], self.weights_np[2] if self.use_bias else None,
                                    lambda k, scale: k * scale)
-        self.pointwise = conv.pack_conv(kernel, bias, 1, self.upload)
+        self.pointwise = conv.pack_conv(kernel, bias, 1, self.upload, upload_image=self.upload_image)
         self.built = True
 
     def channels_last_call(self, x):
@@ -327,7 +336,8 @@ class _ConvTranspose(_ConvBase):
         strides = self.strides if self.spatial_rank == 2 else (1,) + self.strides
         kernel, bias = self.folded(self.weights_np[0], self.weights_np[1] if self.use_bias else None,
                                    lambda k, scale: k * scale[:, None])
-        self.kernel = conv.pack_conv_transpose(kernel, bias, strides, self.upload)
+        self.kernel = conv.pack_conv_transpose(kernel, bias, strides, self.upload,
+                                               upload_image=self.upload_image)
         self.built = True
 
     def channels_last_call(self, x):

@@ -13,12 +13,15 @@ from typing import Callable
 
 import numpy as np
 
+from .. import context, ownership, tuning
 from ..errors import ShapeError
 from ..tensor import Tensor, empty
 from . import dispatch
 from .storage_ops import any_storage
 
 LOCAL_SIZE = 32
+IMAGE_WIDTH_LOG2 = 12          # texels per row of the RGBA32F images kernels read (4096)
+GL_RGBA32F = 0x8814
 
 
 @dataclass(frozen=True)
@@ -75,10 +78,35 @@ def conv_transpose_padding(size: int, kernel: int, stride: int, dilation: int, p
 # -------------------------------------------------------------------------------------------------
 # Packed kernels
 # -------------------------------------------------------------------------------------------------
+def image_rows(n_vec4: int) -> int | None:
+    """Rows of the RGBA32F image holding n vec4s, None where it would not fit this GPU."""
+    rows = max(1, math.ceil(n_vec4 / (1 << IMAGE_WIDTH_LOG2)))
+    limit = context.limits().max_texture_size
+    return rows if rows <= limit and (1 << IMAGE_WIDTH_LOG2) <= limit else None
+
+
+def rgba_image(values: np.ndarray) -> Tensor:
+    """A tensor of shape [rows, 4096, 4] in an RGBA32F texture holding `values` (float32, a
+    multiple of 4 long) as vec4 texels, row by row, zero-filled at the end; kernels read it with
+    imageLoad. Made here (not by tensor.empty, whose textures hold one float per texel) and
+    registered with ownership like every GL object, so it is freed and counted the same way.
+    Only for weights packed at load: plans recreate intermediate textures with one channel."""
+    flat = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
+    width = 1 << IMAGE_WIDTH_LOG2
+    rows = image_rows(flat.size // 4)
+    data = np.zeros(rows * width * 4, np.float32)
+    data[:flat.size] = flat
+    handle = context.get_context().texture((width, rows), 4, data=data.tobytes(), dtype="f4")
+    handle.filter = (0x2600, 0x2600)    # GL_NEAREST
+    gl = ownership.GLObject("texture", handle, data.nbytes, "conv weights image")
+    return Tensor(ownership.Storage(gl), (rows, width, 4), "float32")
+
+
 @dataclass(frozen=True)
 class ConvKernel:
     """A convolution kernel packed for shaders/conv2d.comp, with its bias, on the GPU."""
-    weights: Tensor          # [groups][blocks][kh][kw][cin_pg][cout_vec] vec4
+    weights: Tensor          # [groups][blocks][kh][kw][cin_pg][cout_vec] vec4 (a buffer, or an
+                             # RGBA32F image of vec4 texels when weights_image)
     bias: Tensor             # [groups][blocks][cout_vec] vec4
     kh: int
     kw: int
@@ -87,6 +115,7 @@ class ConvKernel:
     groups: int
     cout_vec: int
     input_dilation: tuple = (1, 1)  # > 1: a transposed convolution with these strides
+    weights_image: bool = False
 
     @property
     def cout_pg(self) -> int:
@@ -108,9 +137,11 @@ def choose_cout_vec(cout_pg: int) -> int:
 
 
 def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: Callable,
-              input_dilation: tuple = (1, 1)) -> ConvKernel:
+              input_dilation: tuple = (1, 1), upload_image: Callable | None = None) -> ConvKernel:
     """Pack a Keras Conv2D kernel [kh, kw, cin_pg, cout] (Conv1D: [k, cin_pg, cout]) and bias.
-    `upload(array) -> Tensor` puts an array on the GPU (a layer's `upload`, which owns it)."""
+    `upload(array) -> Tensor` puts an array on the GPU (a layer's `upload`, which owns it);
+    `upload_image(array) -> Tensor`, where given, puts it in an RGBA32F image instead (see
+    rgba_image), used where the device's tuning prefers image loads (kerasgl/tuning.py)."""
     kernel = np.asarray(kernel, dtype=np.float32)
     if kernel.ndim == 3:
         kernel = kernel[None]
@@ -129,19 +160,24 @@ def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: 
     b = np.zeros((groups, padded), np.float32)
     if bias is not None:
         b[:, :cout_pg] = np.asarray(bias, np.float32).reshape(groups, cout_pg)
-    return ConvKernel(upload(np.ascontiguousarray(w).reshape(-1)), upload(b.reshape(-1)),
-                      kh, kw, cin_pg, cout, groups, cout_vec, tuple(input_dilation))
+    w = np.ascontiguousarray(w).reshape(-1)
+    as_image = (upload_image is not None and tuning.current().conv_weights_image
+                and image_rows(w.size // 4) is not None)
+    weights = upload_image(w) if as_image else upload(w)
+    return ConvKernel(weights, upload(b.reshape(-1)), kh, kw, cin_pg, cout, groups, cout_vec,
+                      tuple(input_dilation), as_image)
 
 
 def pack_conv_transpose(kernel: np.ndarray, bias: np.ndarray | None, stride_hw: tuple[int, int],
-                        upload: Callable) -> ConvKernel:
+                        upload: Callable, upload_image: Callable | None = None) -> ConvKernel:
     """Pack a Keras Conv2DTranspose kernel [kh, kw, cout, cin] as the equivalent convolution's:
     flipped in space, in and out swapped (1D: [k, cout, cin])."""
     kernel = np.asarray(kernel, dtype=np.float32)
     if kernel.ndim == 3:
         kernel = kernel[None]
     flipped = kernel[::-1, ::-1].transpose(0, 1, 3, 2)
-    return pack_conv(flipped, bias, 1, upload, input_dilation=tuple(stride_hw))
+    return pack_conv(flipped, bias, 1, upload, input_dilation=tuple(stride_hw),
+                     upload_image=upload_image)
 
 
 def choose_pix(n_pixels: int, blocks: int) -> int:
@@ -197,13 +233,19 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         "KH": kernel.kh, "KW": kernel.kw, "STRIDE_H": strides[0], "STRIDE_W": strides[1],
         "DIL_H": dilation[0], "DIL_W": dilation[1], "INPUT_DIL_H": sh, "INPUT_DIL_W": sw,
         "ACT": activation.function,
+        "W_IMAGE": kernel.weights_image, "X_IMAGE": False, "IMAGE_WIDTH_LOG2": IMAGE_WIDTH_LOG2,
     }
     uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": kernel.cout,
                 "cin_pg": kernel.cin_pg, "cout_pg": kernel.cout_pg, "blocks_pg": kernel.blocks_pg,
                 "pad_top": top, "pad_left": left, "n_pixels": n_pixels,
                 "n_blocks": blocks, "n_work": n_work, **{f"act_p{i}": float(v) for i, v in enumerate(activation.params)}}
-    dispatch.run("conv2d.comp", defines=defines, buffers=[x, kernel.weights, kernel.bias, out],
-                 uniforms=uniforms, groups=dispatch.groups_for(n_work, LOCAL_SIZE))
+    images = []
+    if kernel.weights_image:
+        # Binding 1 is then unused; the input stands in for it (GL wants a buffer bound).
+        images.append((1, kernel.weights.gl_texture(), True, False, GL_RGBA32F))
+    weights = x if kernel.weights_image else kernel.weights
+    dispatch.run("conv2d.comp", defines=defines, buffers=[x, weights, kernel.bias, out],
+                 images=images, uniforms=uniforms, groups=dispatch.groups_for(n_work, LOCAL_SIZE))
     return out
 
 

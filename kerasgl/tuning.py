@@ -1,0 +1,144 @@
+"""Per-device choices of kernel variants: where convolution kernels read their operands from, and
+their block sizes.
+
+Every choice made here selects among variants that compute the same values in the same order
+(the same sums, only read through a different path or spread differently over invocations), so
+results do not depend on the device's tuning beyond float rounding of the driver itself.
+
+Choices come from three places, later ones winning:
+1. defaults by renderer family (`_DEFAULTS`), measured on the devices named there;
+2. a per-device JSON file under `$XDG_CACHE_HOME/kerasgl/` (default `~/.cache/kerasgl/`), keyed
+   by renderer and GL version, written by `measure_and_save()` (scripts/probe_*.py or a user);
+   never required: an unreadable or unwritable cache is ignored;
+3. the environment variable KERASGL_TUNING, e.g. `conv_weights_image=0,conv_input_image=0`
+   (what the tests use to run every variant).
+
+Why images on llvmpipe: Mesa's llvmpipe loads a shader storage buffer lane by lane and component
+by component, with a bounds check and a branch each, while an image load of an RGBA32F texel is
+one gather per lane. Measured on a 2-core AVX2 machine (conv 1x1 as a 1024^3 GEMM, CPU-time based
+GFLOP/s): weights and input from buffers 35, weights from an image 51, both from images 71.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from dataclasses import dataclass
+
+ENV = "KERASGL_TUNING"
+CACHE_FILE = "tuning.json"
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The kernel variants to use on one device."""
+    conv_weights_image: bool = False   # Conv2D weights packed in an RGBA32F image (else a buffer)
+    conv_input_image: bool = False     # the input staged into an RGBA32F image before the conv
+    matmul_as_conv: bool = False       # large GEMMs run on the convolution kernel (B packed)
+    conv_pix: int = 16                 # most output pixels per convolution invocation
+    conv_cout_vec: int = 8             # most vec4s of output channels per invocation
+
+
+# Renderer substring (lower case) -> settings. First match wins.
+_DEFAULTS = (
+    ("llvmpipe", Tuning(conv_weights_image=True, conv_input_image=True, matmul_as_conv=True)),
+)
+
+_current: Tuning | None = None
+
+
+def device_key() -> str:
+    """'renderer | GL version': what a measured choice is valid for."""
+    from . import context
+    info = context.info()
+    return f"{info.renderer} | {info.version}"
+
+
+def cache_path() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kerasgl", CACHE_FILE)
+
+
+def _read_cache() -> dict:
+    try:
+        with open(cache_path(), encoding="utf-8") as handle:
+            data = json.load(handle)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _apply(tuning: Tuning, values: dict) -> Tuning:
+    """`tuning` with the known fields of `values` replaced (unknown keys and bad values ignored)."""
+    fields = {f.name: f.type for f in dataclasses.fields(Tuning)}
+    changes = {}
+    for key, value in values.items():
+        if key not in fields:
+            continue
+        try:
+            if fields[key] in (bool, "bool"):
+                value = value if isinstance(value, bool) else str(value).strip().lower() in ("1", "true", "yes")
+            else:
+                value = int(value)
+                if value <= 0:
+                    continue
+        except (TypeError, ValueError):
+            continue
+        changes[key] = value
+    return dataclasses.replace(tuning, **changes)
+
+
+def _parse_env(text: str) -> dict:
+    values = {}
+    for item in re.split(r"[,;\s]+", text.strip()):
+        if "=" in item:
+            key, value = item.split("=", 1)
+            values[key.strip()] = value.strip()
+    return values
+
+
+def defaults_for(renderer: str) -> Tuning:
+    lowered = renderer.lower()
+    for needle, tuning in _DEFAULTS:
+        if needle in lowered:
+            return tuning
+    return Tuning()
+
+
+def current() -> Tuning:
+    """The settings for the device kerasgl runs on (computed once per process)."""
+    global _current
+    if _current is None:
+        from . import context
+        tuning = defaults_for(context.info().renderer)
+        cached = _read_cache().get(device_key())
+        if isinstance(cached, dict):
+            tuning = _apply(tuning, cached)
+        _current = tuning
+    return _apply(_current, _parse_env(os.environ.get(ENV, "")))
+
+
+def reset() -> None:
+    """Forget the computed settings (after changing the cache file or the device)."""
+    global _current
+    _current = None
+
+
+def save(values: dict) -> bool:
+    """Record measured settings for this device in the cache file; False (and nothing raised)
+    where the file cannot be written."""
+    path = cache_path()
+    data = _read_cache()
+    data[device_key()] = {k: v for k, v in values.items()
+                          if k in {f.name for f in dataclasses.fields(Tuning)}}
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        return False
+    reset()
+    return True

@@ -5,8 +5,9 @@ channels_first; load-time fusion of Conv3D -> BatchNormalization -> ReLU; the op
 (texture-stored inputs included); unsupported options and bad shapes."""
 import numpy as np
 import pytest
-from keras_ref import assert_close, assert_matches_keras, keras
-from spatial_helpers import F, assert_branches_match_keras
+from keras_ref import assert_matches_keras, keras
+from spatial_helpers import (F, assert_branches_match_keras, assert_layer_matches, layer_spec,
+                             randomized)
 
 import kerasgl as kg
 from kerasgl.layers.convolutional3d import Conv3D
@@ -157,55 +158,32 @@ def test_ops_against_numpy_and_textures():
         np.testing.assert_array_equal(y.numpy(), odd.repeat(2, axis=2).repeat(2, axis=3))
 
 
-def _spec(layer, shape):
-    layer.build(shape)
-    return LayerSpec(type(layer).__name__, layer.name, layer.get_config(), weights=layer.get_weights())
-
-
 def test_conv3d_from_spec_on_texture_input():
-    layer = F.Conv3D(8, 3, padding="same", activation="relu")
     x = np.random.default_rng(5).uniform(-1, 1, (2, 4, 6, 5, 4)).astype("float32")
-    layer.build(x.shape)
-    rng = np.random.default_rng(6)
-    layer.set_weights([rng.uniform(-1, 1, w.shape).astype("float32") for w in layer.get_weights()])
+    layer = randomized(F.Conv3D(8, 3, padding="same", activation="relu"), x.shape, seed=6)
     expected = np.asarray(layer(x))
-    ours = Conv3D(LayerSpec("Conv3D", layer.name, layer.get_config(), weights=layer.get_weights()), 3)
-    ours.build((None, 4, 6, 5, 4))
-    try:
-        with kg.tidy():
-            y = ours.call(kg.tensor(x, storage="texture"))
-            assert y.storage == "texture"
-            assert_close(y.numpy(), expected)
-    finally:
-        ours.dispose()
+    assert_layer_matches(Conv3D(layer_spec(layer), 3), x, expected, storage="texture")
 
 
 def test_conv3d_absorbs_zero_padding():
     """The graph-fusion hook a ZeroPadding3D -> Conv3D("valid") fusion would use: the convolution
     reads the padding as its own, with Keras's numbers for the padded pair."""
-    pad, layer = L.ZeroPadding3D(((1, 0), (2, 1), (0, 2))), F.Conv3D(6, 3, strides=(1, 2, 1))
+    pad = L.ZeroPadding3D(((1, 0), (2, 1), (0, 2)))
     x = np.random.default_rng(7).uniform(-1, 1, (2, 4, 5, 3, 4)).astype("float32")
-    layer.build(pad.compute_output_shape(x.shape))
-    rng = np.random.default_rng(8)
-    layer.set_weights([rng.uniform(-1, 1, w.shape).astype("float32") for w in layer.get_weights()])
+    layer = randomized(F.Conv3D(6, 3, strides=(1, 2, 1)), pad.compute_output_shape(x.shape), seed=8)
     expected = np.asarray(layer(pad(x)))
-    ours = Conv3D(LayerSpec("Conv3D", layer.name, layer.get_config(), weights=layer.get_weights()), 3)
+    ours = Conv3D(layer_spec(layer), 3)
     assert ours.absorb_zero_padding(((1, 0), (2, 1), (0, 2)))
     assert ours.compute_output_shape((None, 4, 5, 3, 4)) == (None,) + expected.shape[1:]
-    ours.build((None, 4, 5, 3, 4))
-    try:
-        with kg.tidy():
-            assert_close(ours.call(kg.tensor(x)).numpy(), expected)
-    finally:
-        ours.dispose()
+    assert_layer_matches(ours, x, expected)
 
 
 def test_unsupported_and_bad_shapes():
-    spec = _spec(F.Conv3D(4, 3), (None, 5, 5, 5, 3))
+    spec = layer_spec(F.Conv3D(4, 3), (None, 5, 5, 5, 3))
     spec.config["padding"] = "causal"
     with pytest.raises(kg.UnsupportedLayerError, match="padding='causal'"):
         Conv3D(spec, 3)
-    conv = Conv3D(_spec(F.Conv3D(4, 3), (None, 5, 5, 5, 3)), 3)
+    conv = Conv3D(layer_spec(F.Conv3D(4, 3), (None, 5, 5, 5, 3)), 3)
     with pytest.raises(kg.ShapeError, match="expects 3 input channels. Received 5"):
         conv.compute_output_shape((None, 5, 5, 5, 5))
     with pytest.raises(kg.ShapeError, match="rank 5"):

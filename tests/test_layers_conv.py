@@ -5,11 +5,11 @@ unsupported options and bad shapes."""
 import numpy as np
 import pytest
 from keras_ref import assert_close, assert_matches_keras, keras
-from spatial_helpers import F, assert_branches_match_keras
+from spatial_helpers import (F, assert_branches_match_keras, assert_layer_matches, layer_spec,
+                             randomized)
 
 import kerasgl as kg
 from kerasgl.layers.convolutional import Conv2D, DepthwiseConv2D, SeparableConv1D
-from kerasgl.saving.spec import LayerSpec
 
 L = keras.layers
 
@@ -146,43 +146,27 @@ def test_conv_channels_first(tmp_path):
 
 def test_conv_stack_with_texture_input():
     """A conv from a spec on a texture-stored input returns a texture, with Keras's numbers."""
-    layer = F.Conv2D(8, 3, padding="same", activation="relu")
     x = np.random.default_rng(5).uniform(-1, 1, (2, 6, 5, 4)).astype("float32")
-    layer.build(x.shape)
-    rng = np.random.default_rng(6)
-    layer.set_weights([rng.uniform(-1, 1, w.shape).astype("float32") for w in layer.get_weights()])
+    layer = randomized(F.Conv2D(8, 3, padding="same", activation="relu"), x.shape, seed=6)
     expected = np.asarray(layer(x))
-    ours = Conv2D(LayerSpec("Conv2D", layer.name, layer.get_config(), weights=layer.get_weights()), 3)
-    ours.build((None, 6, 5, 4))
-    try:
-        with kg.tidy():
-            y = ours.call(kg.tensor(x, storage="texture"))
-            assert y.storage == "texture"
-            assert_close(y.numpy(), expected)
-    finally:
-        ours.dispose()
-
-
-def _spec(layer, shape):
-    layer.build(shape)
-    return LayerSpec(type(layer).__name__, layer.name, layer.get_config(), weights=layer.get_weights())
+    assert_layer_matches(Conv2D(layer_spec(layer), 3), x, expected, storage="texture")
 
 
 def test_unsupported_and_bad_shapes():
-    spec = _spec(F.Conv2D(4, 3), (None, 8, 8, 3))
+    spec = layer_spec(F.Conv2D(4, 3), (None, 8, 8, 3))
     spec.config["padding"] = "causal"
     with pytest.raises(kg.UnsupportedLayerError, match="padding='causal'"):
         Conv2D(spec, 3)
-    spec = _spec(F.Conv2D(4, 3), (None, 8, 8, 3))
+    spec = layer_spec(F.Conv2D(4, 3), (None, 8, 8, 3))
     spec.config["activation"] = "no_such_activation"
     with pytest.raises(kg.UnsupportedLayerError, match="no_such_activation"):
         Conv2D(spec, 3)
-    layer = Conv2D(_spec(F.Conv2D(4, 3), (None, 8, 8, 3)), 3)
+    layer = Conv2D(layer_spec(F.Conv2D(4, 3), (None, 8, 8, 3)), 3)
     with pytest.raises(kg.ShapeError, match="expects 3 input channels. Received 5"):
         layer.compute_output_shape((None, 8, 8, 5))
     with pytest.raises(kg.ShapeError, match="rank 4"):
         layer.compute_output_shape((None, 8, 3))
-    dw = DepthwiseConv2D(_spec(F.DepthwiseConv2D(3), (None, 8, 8, 3)), 3)
+    dw = DepthwiseConv2D(layer_spec(F.DepthwiseConv2D(3), (None, 8, 8, 3)), 3)
     dw.build((None, 8, 8, 3))
     try:
         with kg.tidy():
@@ -194,7 +178,7 @@ def test_unsupported_and_bad_shapes():
 
 def test_weights_packed_once_and_no_leaks_across_calls():
     """Calls allocate only their output: the weights are uploaded at build, not per call."""
-    layer = Conv2D(_spec(F.Conv2D(8, 3, padding="same"), (None, 6, 6, 4)), 3)
+    layer = Conv2D(layer_spec(F.Conv2D(8, 3, padding="same"), (None, 6, 6, 4)), 3)
     layer.build((None, 6, 6, 4))
     try:
         x = kg.ones((1, 6, 6, 4))
@@ -210,22 +194,13 @@ def test_weights_packed_once_and_no_leaks_across_calls():
 def test_separable_conv1d_causal_from_keras2_config():
     """Keras 2 allowed padding="causal" in SeparableConv1D (Keras 3 refuses it): it must equal
     left zero padding of (kernel - 1) * dilation followed by a "valid" convolution."""
-    layer = F.SeparableConv1D(5, 3, dilation_rate=2, depth_multiplier=2, activation="relu")
+    layer = randomized(F.SeparableConv1D(5, 3, dilation_rate=2, depth_multiplier=2,
+                                         activation="relu"), (None, 13, 4), seed=8)
     x = np.random.default_rng(7).uniform(-1, 1, (2, 9, 4)).astype("float32")
-    layer.build((None, 13, 4))
-    rng = np.random.default_rng(8)
-    layer.set_weights([rng.uniform(-1, 1, w.shape).astype("float32") for w in layer.get_weights()])
     expected = np.asarray(layer(np.pad(x, ((0, 0), (4, 0), (0, 0)))))
-    config = dict(layer.get_config(), padding="causal")
-    ours = SeparableConv1D(LayerSpec("SeparableConv1D", layer.name, config,
-                                     weights=layer.get_weights()), 2)
+    ours = SeparableConv1D(layer_spec(layer, config=dict(layer.get_config(), padding="causal")), 2)
     assert ours.compute_output_shape((None, 9, 4)) == (None, 9, 5)
-    ours.build((None, 9, 4))
-    try:
-        with kg.tidy():
-            assert_close(ours.call(kg.tensor(x)).numpy(), expected)
-    finally:
-        ours.dispose()
+    assert_layer_matches(ours, x, expected)
 
 
 def _bn_affine(bn):
@@ -253,8 +228,7 @@ def test_fusions_match_keras_sequence(make):
         var.assign(rng.uniform(low, 1.0, var.shape).astype("float32"))
     x = rng.uniform(-1, 1, (2, 9, 8, 4)).astype("float32")
     expected = np.asarray(model(x))
-    spec = LayerSpec(type(conv_layer).__name__, conv_layer.name, conv_layer.get_config(),
-                     weights=conv_layer.get_weights())
+    spec = layer_spec(conv_layer)
     from kerasgl.layers import LAYER_CLASSES
     from kerasgl.layers.activations import Pointwise
     ours = LAYER_CLASSES[spec.class_name](spec, 3)
@@ -277,12 +251,12 @@ def test_fusions_match_keras_sequence(make):
 
 
 def test_fusions_refused_where_not_exact():
-    relu = Conv2D(_spec(F.Conv2D(4, 3, activation="relu"), (None, 8, 8, 3)), 3)
+    relu = Conv2D(layer_spec(F.Conv2D(4, 3, activation="relu"), (None, 8, 8, 3)), 3)
     assert not relu.fold_channel_affine(np.ones(4), np.zeros(4))
-    same = Conv2D(_spec(F.Conv2D(4, 3, padding="same"), (None, 8, 8, 3)), 3)
+    same = Conv2D(layer_spec(F.Conv2D(4, 3, padding="same"), (None, 8, 8, 3)), 3)
     assert not same.absorb_zero_padding(((1, 1), (1, 1)))
     assert not same.fold_channel_affine(np.ones(5), np.zeros(5))     # wrong channel count
-    first = Conv2D(_spec(F.Conv2D(4, 3, data_format="channels_first"), (None, 3, 8, 8)), 3)
+    first = Conv2D(layer_spec(F.Conv2D(4, 3, data_format="channels_first"), (None, 3, 8, 8)), 3)
     assert not first.fold_channel_affine(np.ones(4), np.zeros(4))
 
 

@@ -1,7 +1,9 @@
 """Helpers for tests/test_saving.py: walking ModelSpecs and comparing them with Keras objects."""
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import zipfile
 
 import h5py
@@ -15,6 +17,14 @@ KERASJS_DIR = os.path.join(os.path.dirname(__file__), "data", "kerasjs")
 
 def keras2_path(name: str) -> str:
     return os.path.join(KERAS2_DIR, name)
+
+
+@contextlib.contextmanager
+def edited_keras2_copy(name: str, path):
+    """The Keras 2 test file `name` copied to `path` and open for editing (h5py, "r+")."""
+    shutil.copyfile(keras2_path(name), path)
+    with h5py.File(path, "r+") as f:
+        yield f
 
 
 def layer(spec: ModelSpec, path: str) -> LayerSpec:

@@ -27,8 +27,9 @@ from kerasgl.errors import ModelFileError  # noqa: E402
 from kerasgl.saving import (TensorRef, load_weights_into, read_architecture_json,  # noqa: E402
                             read_model)
 from saving_helpers import (KERASJS_DIR, assert_spec_weights_match_keras,  # noqa: E402
-                            assert_weights_equal, keras2_path, keras3_config_histories, layer,
-                            node_refs, npz_weights, rewrite_keras_zip)
+                            assert_weights_equal, edited_keras2_copy, keras2_path,
+                            keras3_config_histories, layer, node_refs, npz_weights,
+                            rewrite_keras_zip)
 
 # Keras' JAX backend (not kerasgl) trips NumPy 2's __array__(copy=...) deprecation on every save.
 pytestmark = pytest.mark.filterwarnings(
@@ -620,24 +621,21 @@ def test_truncated_keras3_files(keras, tmp_path):
 
 def test_h5_config_without_weights(tmp_path):
     path = tmp_path / "no_weights.h5"
-    shutil.copyfile(keras2_path("cnn_functional.h5"), path)
-    with h5py.File(path, "r+") as f:
+    with edited_keras2_copy("cnn_functional.h5", path) as f:
         del f["model_weights"]
     assert_file_error(path, "no 'model_weights'")
 
 
 def test_h5_missing_layer_group_names_the_layer(tmp_path):
     path = tmp_path / "no_conv.h5"
-    shutil.copyfile(keras2_path("cnn_functional.h5"), path)
-    with h5py.File(path, "r+") as f:
+    with edited_keras2_copy("cnn_functional.h5", path) as f:
         del f["model_weights/conv"]
     assert_file_error(path, "'conv'")
 
 
 def test_h5_layer_name_list_without_the_layer_names_it(tmp_path):
     path = tmp_path / "unlisted.h5"
-    shutil.copyfile(keras2_path("cnn_functional.h5"), path)
-    with h5py.File(path, "r+") as f:
+    with edited_keras2_copy("cnn_functional.h5", path) as f:
         group = f["model_weights"]
         names = [n for n in group.attrs["layer_names"] if n not in (b"conv", "conv")]
         group.attrs["layer_names"] = names
@@ -646,8 +644,7 @@ def test_h5_layer_name_list_without_the_layer_names_it(tmp_path):
 
 def test_h5_weight_count_mismatch_names_the_layer(tmp_path):
     path = tmp_path / "short.h5"
-    shutil.copyfile(keras2_path("cnn_functional.h5"), path)
-    with h5py.File(path, "r+") as f:
+    with edited_keras2_copy("cnn_functional.h5", path) as f:
         group = f["model_weights/classes"]
         group.attrs["weight_names"] = group.attrs["weight_names"][:1]
     assert_file_error(path, r"'classes' \(Dense\) has 1 weight array")
@@ -655,8 +652,7 @@ def test_h5_weight_count_mismatch_names_the_layer(tmp_path):
 
 def test_h5_config_that_is_not_json(tmp_path):
     path = tmp_path / "bad_config.h5"
-    shutil.copyfile(keras2_path("cnn_functional.h5"), path)
-    with h5py.File(path, "r+") as f:
+    with edited_keras2_copy("cnn_functional.h5", path) as f:
         f.attrs["model_config"] = "{not json"
     assert_file_error(path, "not valid JSON")
 
@@ -711,8 +707,7 @@ def test_never_built_model_says_so(keras, tmp_path):
 def test_byte_string_attributes_of_old_writers(tmp_path):
     """Older h5py/Keras wrote model_config, keras_version and name lists as byte strings."""
     path = tmp_path / "bytes.h5"
-    shutil.copyfile(keras2_path("nested_sequential.h5"), path)
-    with h5py.File(path, "r+") as f:
+    with edited_keras2_copy("nested_sequential.h5", path) as f:
         for key in ("model_config", "keras_version", "backend"):
             f.attrs[key] = np.bytes_(f.attrs[key].encode("utf-8"))
         groups = [f["model_weights"]] + [f["model_weights"][n] for n in f["model_weights"]]

@@ -53,8 +53,11 @@ def arrange_inputs(x, specs: list[TensorSpec], model_name: str, keys: list | Non
 
 
 def _check_shape(shape, spec: TensorSpec, model_name: str) -> None:
+    """Rank and every dimension but the batch: a model built for a fixed batch size still takes
+    any number of samples, run in batches of that size (see fixed_batch_size)."""
     expected = spec.shape
-    fits = len(shape) == len(expected) and all(e is None or e == r for e, r in zip(expected, shape))
+    fits = len(shape) == len(expected) and all(
+        e is None or e == r for e, r in zip(expected[1:], shape[1:]))
     if not fits:
         raise ShapeError(f"Model '{model_name}' input '{spec.name}': expected shape "
                          f"{format_shape(expected)}, received shape {format_shape(shape)}.")
@@ -161,3 +164,21 @@ class Progress:
     def _elapsed(self) -> str:
         seconds = time.perf_counter() - self.start
         return f"{seconds:.1f}s" if seconds >= 1 else f"{seconds * 1000:.0f}ms"
+
+
+def fixed_batch_size(specs, batch_size, count: int, model_name: str):
+    """The batch size to run: the model's own when its inputs fix one (stateful RNNs need one),
+    which `batch_size` must then agree with and the sample count must be a multiple of."""
+    fixed = {s.shape[0] for s in specs if s.shape and s.shape[0] is not None}
+    if not fixed:
+        return batch_size
+    if len(fixed) > 1:
+        raise ShapeError(f"Model '{model_name}': its inputs fix different batch sizes {sorted(fixed)}.")
+    size = fixed.pop()
+    if batch_size is not None and batch_size != size:
+        raise ShapeError(f"Model '{model_name}' is built for batches of {size} samples (its inputs "
+                         f"have a fixed batch size); received batch_size={batch_size}.")
+    if count % size:
+        raise ShapeError(f"Model '{model_name}' is built for batches of {size} samples; received "
+                         f"{count} samples, which is not a multiple of {size}.")
+    return size

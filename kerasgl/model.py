@@ -19,6 +19,7 @@ import numpy as np
 from . import context, ownership
 from .errors import DisposedError, GPULimitError
 from .feeding import (DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count, batch_slice,
+                      fixed_batch_size,
                       check_input, concat_batches)
 from .graph import Graph, NestedModel, TensorSpec
 from .masks import prepare_graph
@@ -183,9 +184,13 @@ class Model:
         specs = self.inputs
         values = [check_input(v, s, self.name)
                   for v, s in zip(arrange_inputs(x, specs, self.name, self._spec.input_keys), specs)]
-        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-            raise ValueError(f"batch_size must be a positive integer. Received {batch_size!r}.")
+        if batch_size is not None:
+            if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+                    or batch_size < 1:
+                raise ValueError(f"batch_size must be a positive integer. Received {batch_size!r}.")
+            batch_size = int(batch_size)
         count = batch_count(values, self.name)
+        batch_size = fixed_batch_size(specs, batch_size, count, self.name)
         if any(isinstance(v, Tensor) for v in values):
             results = self._predict_tensors(values, wanted, count, batch_size, verbose)
         else:

@@ -239,3 +239,34 @@ def test_batches_too_large_for_one_storage_buffer_are_split(tmp_path):
         assert loaded._largest_fitting_batch() < count
         actual = loaded.predict(data, batch_size=count, verbose=0)
     np.testing.assert_allclose(actual, expected, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("stateful", [False, True])
+def test_fixed_batch_models_run_in_batches_of_their_size(stateful, tmp_path):
+    """A model built for a fixed batch size (stateful RNNs need one) takes any multiple of it.
+    Stateful state carries from batch to batch as in Keras's eager calls (Keras 3.15's jitted
+    predict on JAX drops state updates, so the reference is the sequence of model(x) calls)."""
+    model = keras.Sequential([keras.Input((6, 3), batch_size=2),
+                              keras.layers.LSTM(4, stateful=stateful)], name=f"fixed_{stateful}")
+    path = _save(model, tmp_path)
+    x = np.random.default_rng(0).uniform(-1, 1, (6, 6, 3)).astype("float32")
+    if stateful:
+        model.layers[0].reset_state()
+        expected = np.concatenate([np.asarray(model(x[i:i + 2])) for i in range(0, 6, 2)])
+    else:
+        expected = model.predict(x, batch_size=2, verbose=0)
+    with kg.load_model(path) as loaded:
+        np.testing.assert_allclose(loaded.predict(x, verbose=0), expected, atol=1e-4, rtol=1e-4)
+        with pytest.raises(kg.ShapeError, match="batches of 2 samples.*batch_size=3"):
+            loaded.predict(x, batch_size=3)
+        with pytest.raises(kg.ShapeError, match="5 samples, which is not a multiple of 2"):
+            loaded.predict(x[:5])
+
+
+def test_batch_size_may_be_a_numpy_integer(tmp_path):
+    x = keras.Input((3,), name="x")
+    path = _save(keras.Model(x, keras.layers.Dense(2)(x), name="npint"), tmp_path)
+    with kg.load_model(path) as loaded:
+        assert loaded.predict(np.ones((5, 3), "f4"), batch_size=np.int64(2), verbose=0).shape == (5, 2)
+        with pytest.raises(ValueError, match="positive integer"):
+            loaded.predict(np.ones((5, 3), "f4"), batch_size=True)

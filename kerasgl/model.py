@@ -77,9 +77,12 @@ class Model:
     def dispose(self) -> None:
         """Free every weight on the GPU now. Disposing twice is harmless."""
         if not self._disposed:
-            self._disposed = True
+            # From the wrong thread this raises GLContextError before anything is marked or
+            # freed, so a later dispose() on the owning thread still frees everything.
+            context.get_context()
             self._plans.dispose()
             self._graph.dispose()
+            self._disposed = True
 
     @property
     def is_disposed(self) -> bool:

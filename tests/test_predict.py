@@ -270,3 +270,27 @@ def test_batch_size_may_be_a_numpy_integer(tmp_path):
         assert loaded.predict(np.ones((5, 3), "f4"), batch_size=np.int64(2), verbose=0).shape == (5, 2)
         with pytest.raises(ValueError, match="positive integer"):
             loaded.predict(np.ones((5, 3), "f4"), batch_size=True)
+
+
+def test_dispose_from_another_thread_is_refused_and_frees_nothing(tmp_path):
+    """The GL context belongs to its thread: a dispose from elsewhere raises GLContextError and
+    leaves the model whole, so dispose() on the owning thread still frees every weight."""
+    import threading
+    x = keras.Input((4,), name="x")
+    path = _save(keras.Model(x, keras.layers.Dense(2)(x), name="threaded"), tmp_path)
+    before = gl_state()
+    loaded = kg.load_model(path)
+    errors = []
+
+    def other_thread():
+        try:
+            loaded.dispose()
+        except kg.GLContextError as exc:
+            errors.append(exc)
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    worker.join()
+    assert errors and not loaded.is_disposed
+    loaded.dispose()
+    assert gl_state() == before

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from . import context, ownership
-from .errors import DisposedError, GPULimitError
+from .errors import DisposedError, GPULimitError, ModelFileError
 from .feeding import (DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count, batch_slice,
                       fixed_batch_size,
                       check_input, concat_batches)
@@ -63,7 +63,7 @@ class Model:
             graph.infer()
             _prepare_masks_everywhere(graph)
             return cls(graph, spec)
-        except BaseException:
+        except BaseException as exc:
             if graph is not None:
                 graph.dispose()
             # Belt and braces: anything uploaded during this load that a layer did not register
@@ -71,6 +71,9 @@ class Model:
             for t in ownership.live_tensors():
                 if id(t) not in before:
                     t.dispose()
+            if isinstance(exc, ModelFileError) and spec.source not in str(exc):
+                # Layers check their weights against their config without knowing the file.
+                raise ModelFileError(f"{spec.source}: {exc}") from exc
             raise
 
     # -- lifetime ---------------------------------------------------------------------------------

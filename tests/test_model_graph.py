@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 import pytest
-from graph_helpers import Boom, Probe, Scale, gl_test_layers  # noqa: F401
+from graph_helpers import Boom, Probe, Scale, gl_state, gl_test_layers  # noqa: F401
 from keras_ref import as_list, assert_close, assert_matches_keras, keras, random_inputs, randomize_weights
 
 import kerasgl as kg
@@ -263,3 +263,23 @@ def test_mask_that_changes_results_is_refused(tmp_path):
     with pytest.raises(kg.UnsupportedLayerError, match=r"'sm' \(Softmax\): is called with a mask"):
         kg.load_model(path)
     assert kg.memory().num_tensors == before
+
+
+def test_weights_that_do_not_fit_the_config_name_the_file_and_leave_nothing(tmp_path):
+    """A layer's own weight check (Dense kernel vs units) still names the file, and the failed
+    load leaves the GPU as it found it."""
+    import h5py
+    x = keras.Input((8,))
+    model = keras.Model(x, keras.layers.Dense(4, name="head")(keras.layers.Dense(16, name="body")(x)))
+    path = os.path.join(str(tmp_path), "mismatch.h5")
+    model.save(path)
+    with h5py.File(path, "r+") as f:
+        names = []
+        f["model_weights"].visit(names.append)
+        kernel = next(n for n in names if "head" in n and n.endswith("kernel"))
+        del f["model_weights"][kernel]
+        f["model_weights"].create_dataset(kernel, data=np.zeros((16, 5), "float32"))
+    before = gl_state()
+    with pytest.raises(kg.ModelFileError, match=r"mismatch\.h5.*'head'.*\(16, 5\)"):
+        kg.load_model(path)
+    assert gl_state() == before

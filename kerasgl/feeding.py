@@ -80,6 +80,12 @@ def check_input(value, spec: TensorSpec, model_name: str):
         raise ShapeError(f"Model '{model_name}' input '{spec.name}': expected numbers "
                          f"({spec.dtype}) of shape {format_shape(spec.shape)}, received "
                          f"{array.dtype} data of shape {format_shape(array.shape)}.")
+    if spec.dtype == "int32" and kind in "iu" and array.size and (
+            array.min() < np.iinfo(np.int32).min or array.max() > np.iinfo(np.int32).max):
+        # The GPU holds int32: a wider value would wrap silently (2**40 would read as 0).
+        raise ShapeError(f"Model '{model_name}' input '{spec.name}' takes int32 values; received "
+                         f"{array.dtype} values outside the int32 range, shape "
+                         f"{format_shape(array.shape)}.")
     if spec.dtype == "int32" and kind == "f":
         if not np.all(np.isfinite(array)) or np.any(array != np.round(array)):
             raise ShapeError(f"Model '{model_name}' input '{spec.name}' takes integers (int32) of "

@@ -269,7 +269,7 @@ def empty(shape, dtype="float32", storage: str = "buffer", data: bytes | None = 
             raise GPULimitError(
                 f"A tensor of shape {list(shape)} needs {nbytes} bytes, more than this GPU's "
                 f"largest shader storage block (GL_MAX_SHADER_STORAGE_BLOCK_SIZE = {limit} bytes). "
-                "Split the work into smaller tensors (for predict, a smaller batch_size).")
+                "Split the work into smaller tensors (predict on Tensors: a smaller batch_size).")
         # GL cannot allocate 0 bytes; an empty tensor still owns a 4-byte buffer.
         handle = ctx.buffer(data, reserve=0) if data else ctx.buffer(reserve=max(4, nbytes))
         gl = memory.GLObject("buffer", handle, handle.size, label)

@@ -294,3 +294,12 @@ def test_dispose_from_another_thread_is_refused_and_frees_nothing(tmp_path):
     assert errors and not loaded.is_disposed
     loaded.dispose()
     assert gl_state() == before
+
+
+def test_int_inputs_outside_int32_are_refused(tmp_path):
+    """Token ids live as int32 on the GPU: a wider value must not wrap silently into a valid id."""
+    x = keras.Input((3,), dtype="int32", name="ids")
+    path = _save(keras.Model(x, keras.layers.Embedding(10, 2)(x), name="ids_model"), tmp_path)
+    with kg.load_model(path) as loaded:
+        with pytest.raises(kg.ShapeError, match="outside the int32 range"):
+            loaded.predict(np.array([[1, 2, 2 ** 40]], dtype=np.int64), verbose=0)

@@ -280,6 +280,9 @@ class Model:
         return max(1, limit // largest) if largest else 2 ** 31
 
     def _predict_tensors(self, values, wanted, count, batch_size, verbose) -> list[Tensor]:
+        if batch_size is None and count > self._largest_fitting_batch():
+            batch_size = self._largest_fitting_batch()    # one run would exceed a buffer's limit
+
         def run():
             inputs = [v if isinstance(v, Tensor) else upload(v, dtype=s.dtype)
                       for v, s in zip(values, self.inputs)]

@@ -238,7 +238,10 @@ def test_batches_too_large_for_one_storage_buffer_are_split(tmp_path):
     with kg.load_model(path) as loaded:
         assert loaded._largest_fitting_batch() < count
         actual = loaded.predict(data, batch_size=count, verbose=0)
+        with kg.tidy():                               # Tensor in, Tensor out: split the same way
+            from_tensor = loaded.predict(kg.tensor(data), verbose=0).numpy()
     np.testing.assert_allclose(actual, expected, atol=1e-4, rtol=1e-4)
+    np.testing.assert_allclose(from_tensor, expected, atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("stateful", [False, True])

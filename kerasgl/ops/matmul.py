@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
+from .. import ownership, tuning
 from ..errors import ShapeError
-from ..tensor import Tensor, empty, view
+from ..tensor import Tensor, empty, view, zeros
 from . import dispatch
 from .elementwise import broadcast_shape
 from .storage_ops import any_storage
@@ -135,6 +136,11 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
             raise ShapeError(f"matmul: bias must have shape [{N}] (the output's last dimension). "
                              f"Received bias of shape {list(bias.shape)}.")
 
+    if a.ndim >= 2 and b.ndim >= 2 and _runs_as_conv(M, K, N, math.prod(out_shape[:-2]),
+                                                      transpose_a, a_shape, bias):
+        return _matmul_as_conv(a, b, bias, activation, activation_params, M, K, N,
+                               (1, b_cols) if transpose_b else (b_cols, 1), out_shape)
+
     out = empty(out_shape)
     if out.size == 0:
         return out
@@ -183,6 +189,65 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
         dispatch.run("matmul.comp", defines=defines, buffers=buffers, uniforms=uniforms,
                      groups=(groups_x, groups_y, min(MAX_GROUPS_PER_DIM, n_batch - base)))
     return out
+
+
+# A matmul at least this large (M * K * N) runs on the convolution kernel where the device's tuning
+# says so (kerasgl/tuning.py): packing B costs one pass over it, and the conv kernel's larger tiles
+# and packed weights pay for that from here on (llvmpipe, 1024^3: 16 -> 35 GFLOP/s CPU-time based
+# with buffers, 66 with images).
+AS_CONV_MIN_WORK = 1 << 21
+
+
+def _runs_as_conv(M, K, N, n_batch, transpose_a, a_shape, bias) -> bool:
+    from .conv import choose_cout_vec
+    block = 4 * choose_cout_vec(N)
+    return (tuning.current().matmul_as_conv and n_batch == 1 and not transpose_a
+            and len(a_shape) >= 2 and K % 4 == 0 and M >= 16 and N >= 16
+            and M * K * N >= AS_CONV_MIN_WORK and (bias is None or N % block == 0))
+
+
+def _matmul_as_conv(a, b, bias, activation, activation_params, M, K, N, b_strides, out_shape):
+    """act(a @ b + bias) as a 1x1 convolution over M pixels of K channels (ops/conv.py), with B
+    packed per call into the convolution's weight layout (shaders/matmul_pack_b.comp): into a
+    shared staging image in eager calls where the device prefers images, else a buffer."""
+    from . import conv
+    cout_vec = conv.choose_cout_vec(N)
+    blocks = math.ceil(N / (4 * cout_vec))
+    n_vec4 = blocks * K * cout_vec
+    texture = None
+    if tuning.current().conv_weights_image and ownership.active_recorder() is None:
+        texture = conv.staging_image(n_vec4, "matmul B")
+    temporaries = []
+    try:
+        defines = {"LOCAL_SIZE": 64, "COUT_VEC": cout_vec, "TO_IMAGE": texture is not None,
+                   "IMAGE_WIDTH_LOG2": conv.IMAGE_WIDTH_LOG2}
+        uniforms = {"K": K, "N": N, "b_rs": b_strides[0], "b_cs": b_strides[1], "n_vec4": n_vec4}
+        if texture is not None:
+            dispatch.run("matmul_pack_b.comp", defines=defines, buffers=[b],
+                         images=[(0, texture, False, True, conv.GL_RGBA32F)], uniforms=uniforms,
+                         groups=dispatch.groups_for(n_vec4, 64))
+            weights = None
+        else:
+            weights = empty((n_vec4 * 4,))
+            temporaries.append(weights)
+            dispatch.run("matmul_pack_b.comp", defines=defines, buffers=[b, weights],
+                         uniforms=uniforms, groups=dispatch.groups_for(n_vec4, 64))
+        if bias is None:
+            bias = zeros((blocks * 4 * cout_vec,))
+            temporaries.append(bias)
+        kernel = conv.ConvKernel(weights if weights is not None else bias, bias, 1, 1, K, N, 1,
+                                 cout_vec, weights_image=texture is not None, texture=texture)
+        pixels = view(a, (1, 1, M, K))
+        temporaries.append(pixels)
+        y = conv.conv2d(pixels, kernel, activation=conv.Pointwise(
+            activation_function(activation), tuple(activation_params)))
+        try:
+            return view(y, out_shape)
+        finally:
+            y.dispose()
+    finally:
+        for t in temporaries:
+            t.dispose()
 
 
 def dense(x: Tensor, kernel: Tensor, bias: Tensor | None = None, activation: str | None = None,

@@ -1,0 +1,177 @@
+"""Per-device kernel tuning (kerasgl/tuning.py): every variant it may choose computes the same
+values, and its cache file never gets in the way. References: numpy for ops, Keras for layers."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import kerasgl as kg
+from kerasgl import ownership, tuning
+from kerasgl.ops import conv, matmul as mm
+
+VARIANTS = ["conv_weights_image=0,conv_input_image=0,matmul_as_conv=0",
+            "conv_weights_image=1,conv_input_image=0,matmul_as_conv=1",
+            "conv_weights_image=1,conv_input_image=1,matmul_as_conv=1",
+            "conv_weights_image=0,conv_input_image=0,matmul_as_conv=1"]
+
+
+def close(actual, expected):
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.fixture
+def variant(request, monkeypatch):
+    monkeypatch.setenv(tuning.ENV, request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("variant", VARIANTS, indirect=True)
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_large_matmul_matches_numpy_in_every_variant(variant, transpose_b):
+    # Large enough (M*K*N >= AS_CONV_MIN_WORK) to take the convolution path where it is on.
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((160, 132), dtype=np.float32)
+    b = rng.standard_normal((132, 200), dtype=np.float32)
+    assert 160 * 132 * 200 >= mm.AS_CONV_MIN_WORK
+    with kg.tidy():
+        gb = kg.tensor(b.T.copy() if transpose_b else b)
+        out = mm.matmul(kg.tensor(a), gb, transpose_b=transpose_b).numpy()
+    close(out, a @ b)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, indirect=True)
+def test_large_matmul_with_bias_and_activation(variant):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((300, 96), dtype=np.float32)
+    b = rng.standard_normal((96, 128), dtype=np.float32)
+    bias = rng.standard_normal(128, dtype=np.float32)
+    with kg.tidy():
+        out = mm.matmul(kg.tensor(a), kg.tensor(b), kg.tensor(bias), "relu").numpy()
+    close(out, np.maximum(a @ b + bias, 0))
+
+
+def test_matmul_as_conv_while_recording_uses_buffers_and_agrees(monkeypatch):
+    """Inside a plan recording the packed B goes to a buffer (no shared image is written); the
+    result equals the eager one, which packs into an image on llvmpipe."""
+    monkeypatch.setenv(tuning.ENV, "matmul_as_conv=1")
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((256, 128), dtype=np.float32)
+    b = rng.standard_normal((128, 96), dtype=np.float32)
+
+    class Recorder:                       # accepts every report, as plan.py's recorder does
+        def __getattr__(self, name):
+            return lambda *args: None
+
+    with kg.tidy():
+        ga, gb = kg.tensor(a), kg.tensor(b)
+        eager = mm.matmul(ga, gb).numpy()
+        with ownership.recording(Recorder()):
+            recorded = mm.matmul(ga, gb)
+        recorded = recorded.numpy()
+    close(eager, a @ b)
+    close(recorded, a @ b)
+
+
+def reference_conv(x, kernel, pad):
+    n, h, w, cin = x.shape
+    k = kernel.shape[0]
+    xp = np.pad(x.astype(np.float64), ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    out = 0
+    for i in range(k):
+        for j in range(k):
+            out = out + xp[:, i:i + h + 2 * pad - k + 1, j:j + w + 2 * pad - k + 1, :] @ kernel[i, j]
+    return out
+
+
+@pytest.mark.parametrize("variant", VARIANTS, indirect=True)
+@pytest.mark.parametrize("shape,k,cout", [((1, 9, 11, 8), 3, 64), ((2, 5, 6, 12), 1, 40),
+                                          ((1, 7, 7, 3), 3, 16)])
+def test_conv2d_matches_numpy_in_every_variant(variant, shape, k, cout):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape, dtype=np.float32)
+    kernel = rng.standard_normal((k, k, shape[-1], cout), dtype=np.float32) * 0.2
+    pad = (k - 1) // 2
+    with kg.tidy():
+        packed = conv.pack_conv(kernel, None, 1, kg.tensor, upload_image=conv.rgba_image)
+        assert packed.weights_image == ("conv_weights_image=1" in variant
+                                        and tuning.current().conv_weights_image)
+        out = conv.conv2d(kg.tensor(x), packed, padding=((pad, pad), (pad, pad))).numpy()
+    close(out, reference_conv(x, kernel, pad))
+
+
+def test_image_and_buffer_variants_are_bit_identical(monkeypatch):
+    """Tuning only changes where values are read from: the sums are the same, bit for bit."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 12, 12, 16), dtype=np.float32)
+    kernel = rng.standard_normal((3, 3, 16, 64), dtype=np.float32)
+    results = []
+    for setting in VARIANTS[:3]:
+        monkeypatch.setenv(tuning.ENV, setting)
+        with kg.tidy():
+            packed = conv.pack_conv(kernel, None, 1, kg.tensor, upload_image=conv.rgba_image)
+            results.append(conv.conv2d(kg.tensor(x), packed, padding=((1, 1), (1, 1))).numpy())
+    for other in results[1:]:
+        assert np.array_equal(results[0], other)
+
+
+def test_keras_conv_model_in_both_weight_layouts(monkeypatch, tmp_path):
+    import keras
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((10, 10, 4)),
+                              keras.layers.Conv2D(48, 3, padding="same", activation="relu"),
+                              keras.layers.SeparableConv2D(40, 3),
+                              keras.layers.Conv2DTranspose(36, 3, strides=2)])
+    path = str(tmp_path / "m.keras")
+    model.save(path)
+    x = np.random.default_rng(5).standard_normal((1, 10, 10, 4)).astype(np.float32)
+    expected = model.predict(x, verbose=0)
+    for setting in ("conv_weights_image=0,conv_input_image=0", "conv_weights_image=1,conv_input_image=1"):
+        monkeypatch.setenv(tuning.ENV, setting)
+        with kg.load_model(path) as loaded:
+            close(loaded.predict(x, verbose=0), expected)
+
+
+# -- the settings and their cache ---------------------------------------------------------------
+def test_defaults_follow_the_renderer():
+    assert tuning.defaults_for("llvmpipe (LLVM 15.0.6, 256 bits)").conv_weights_image
+    assert tuning.defaults_for("NVIDIA H200/PCIe/SSE2") == tuning.Tuning()
+
+
+def test_environment_overrides_and_bad_values_are_ignored(monkeypatch):
+    monkeypatch.setenv(tuning.ENV, "conv_pix=8, conv_weights_image=0 bogus=3 conv_cout_vec=-1")
+    chosen = tuning.current()
+    assert chosen.conv_pix == 8 and not chosen.conv_weights_image
+    assert chosen.conv_cout_vec == tuning.Tuning().conv_cout_vec
+
+
+def test_cache_lives_under_xdg_cache_home_and_is_read_back(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(tuning.ENV, raising=False)
+    tuning.reset()
+    try:
+        assert tuning.cache_path() == os.path.join(str(tmp_path), "kerasgl", "tuning.json")
+        assert tuning.save({"conv_pix": 8, "not_a_setting": 1})
+        with open(tuning.cache_path()) as handle:
+            assert json.load(handle) == {tuning.device_key(): {"conv_pix": 8}}
+        assert tuning.current().conv_pix == 8
+    finally:
+        tuning.reset()
+
+
+def test_unwritable_or_corrupt_cache_is_harmless(monkeypatch, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))   # kerasgl/ cannot be made under a file
+    tuning.reset()
+    try:
+        assert tuning.save({"conv_pix": 8}) is False
+        assert tuning.current().conv_pix == tuning.defaults_for(kg.info().renderer).conv_pix
+        corrupt = tmp_path / "c"
+        (corrupt / "kerasgl").mkdir(parents=True)
+        (corrupt / "kerasgl" / "tuning.json").write_text("{not json")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(corrupt))
+        tuning.reset()
+        assert tuning.current() is not None
+    finally:
+        tuning.reset()

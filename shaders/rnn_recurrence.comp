@@ -15,6 +15,11 @@
 //   UQ          UP / 4 (quads of units);  LANES  work group size;  QPL  quads per lane
 //   BPG         sequences per work group
 //   ACT, REC_ACT  activation and recurrent activation (functions of activations.glsl)
+//   ACT_NORM, REC_NORM  0, or 1 softmax / 2 log_softmax over the units of each sequence (the
+//               matching ACT / REC_ACT is then act_linear). Either one selects GROUP_NORM: the
+//               step computes every pre-activation first, then normalises it with a work-group
+//               reduction (max, then sum of exp) between barriers. Pointwise layers keep the
+//               direct path below unchanged.
 //   HAS_MASK    read mask[b, t] (0: the step is skipped: state kept, output as below)
 //   HAS_REC_BIAS  GRU reset_after's recurrent bias
 //   HAS_H0, HAS_C0  initial states given (else zeros)
@@ -53,6 +58,93 @@ shared vec4 rh_sh[BPG * UQ];
 
 vec4 act4(vec4 v) { return vec4(ACT(v.x), ACT(v.y), ACT(v.z), ACT(v.w)); }
 vec4 rec4(vec4 v) { return vec4(REC_ACT(v.x), REC_ACT(v.y), REC_ACT(v.z), REC_ACT(v.w)); }
+
+#define GROUP_NORM (ACT_NORM != 0 || REC_NORM != 0)
+#if GROUP_NORM
+// Per-lane partial max and sum for each (sequence, slot) of a normalisation.
+shared float red_max[BPG * 4 * LANES];
+shared float red_sum[BPG * 4 * LANES];
+
+// The activations of a step's slots v[(s * QPL + p) * 4 + k] (k < 4: a gate or the cell state),
+// in place: which[k] = 0 leaves slot k, 1 applies the activation, 2 the recurrent activation.
+// softmax / log_softmax run over the real units of each sequence, as Keras applies them to a
+// (batch, units) tensor; padded units take no part (and come out 0). Every lane must call this
+// (it has barriers); it leaves red_max / red_sum free for the next call.
+void activate(inout vec4 v[BPG * QPL * 4], ivec4 which) {
+    int lane = int(gl_LocalInvocationID.x);
+    ivec4 mode = ivec4(0);
+    for (int k = 0; k < 4; ++k) mode[k] = which[k] == 1 ? ACT_NORM : (which[k] == 2 ? REC_NORM : 0);
+    // Pointwise slots first; padded units of normalised slots are excluded below.
+    for (int s = 0; s < BPG; ++s) {
+        for (int p = 0; p < QPL; ++p) {
+            int q = lane + p * LANES;
+            if (q >= UQ) break;
+            for (int k = 0; k < 4; ++k) {
+                int r = (s * QPL + p) * 4 + k;
+                if (which[k] == 1 && mode[k] == 0) v[r] = act4(v[r]);
+                else if (which[k] == 2 && mode[k] == 0) v[r] = rec4(v[r]);
+            }
+        }
+    }
+    if (mode == ivec4(0)) return;     // uniform: the same for every lane
+    for (int s = 0; s < BPG; ++s) {
+        for (int k = 0; k < 4; ++k) {
+            if (mode[k] == 0) continue;
+            float m = -3.4e38;
+            for (int p = 0; p < QPL; ++p) {
+                int q = lane + p * LANES;
+                if (q >= UQ) break;
+                for (int i = 0; i < 4; ++i) {
+                    if (4 * q + i < units) m = max(m, v[(s * QPL + p) * 4 + k][i]);
+                }
+            }
+            red_max[(s * 4 + k) * LANES + lane] = m;
+        }
+    }
+    barrier();
+    float mx[BPG * 4];
+    for (int s = 0; s < BPG; ++s) {
+        for (int k = 0; k < 4; ++k) {
+            if (mode[k] == 0) continue;
+            float m = -3.4e38;
+            for (int l = 0; l < LANES; ++l) m = max(m, red_max[(s * 4 + k) * LANES + l]);
+            mx[s * 4 + k] = m;
+            float sum = 0.0;
+            for (int p = 0; p < QPL; ++p) {
+                int q = lane + p * LANES;
+                if (q >= UQ) break;
+                for (int i = 0; i < 4; ++i) {
+                    if (4 * q + i < units) sum += exp(v[(s * QPL + p) * 4 + k][i] - m);
+                }
+            }
+            red_sum[(s * 4 + k) * LANES + lane] = sum;
+        }
+    }
+    barrier();
+    for (int s = 0; s < BPG; ++s) {
+        for (int k = 0; k < 4; ++k) {
+            if (mode[k] == 0) continue;
+            float total = 0.0;
+            for (int l = 0; l < LANES; ++l) total += red_sum[(s * 4 + k) * LANES + l];
+            float m = mx[s * 4 + k];
+            float log_total = log(total);
+            for (int p = 0; p < QPL; ++p) {
+                int q = lane + p * LANES;
+                if (q >= UQ) break;
+                int r = (s * QPL + p) * 4 + k;
+                vec4 y;
+                for (int i = 0; i < 4; ++i) {
+                    float shifted = v[r][i] - m;
+                    y[i] = 4 * q + i >= units ? 0.0
+                         : (mode[k] == 1 ? exp(shifted) / total : shifted - log_total);
+                }
+                v[r] = y;
+            }
+        }
+    }
+    barrier();
+}
+#endif
 
 vec4 load_state(int which, int b, int q) {
     // which: 0 = h0, 1 = c0; padded units read 0.
@@ -128,6 +220,7 @@ void main() {
         int t = go_backwards != 0 ? T - 1 - step : step;
         vec4 new_h[BPG * QPL];
         vec4 new_c[BPG * QPL];
+#if !GROUP_NORM
         vec4 gates[BPG * QPL * G];
         for (int s = 0; s < BPG; ++s) {
             int b = min(b0 + s, batch - 1);
@@ -184,6 +277,77 @@ void main() {
             }
         }
 #endif
+#else   // GROUP_NORM: every pre-activation of the step first, then the (collective) activations.
+        vec4 v[BPG * QPL * 4];
+        vec4 rec_h[BPG * QPL];      // GRU reset_after: h @ U_h + b_h, scaled by r once r is known
+        for (int s = 0; s < BPG; ++s) {
+            int b = min(b0 + s, batch - 1);
+            for (int p = 0; p < QPL; ++p) {
+                int q = lane + p * LANES;
+                if (q >= UQ) break;
+                int r = s * QPL + p;
+                vec4 acc[G];
+                int xbase = (b * T + t) * G * UQ;
+                for (int g = 0; g < G; ++g) acc[g] = vec4(0.0);
+#if CELL == 3
+                recurrent_matmul(acc, s, q, 0, 2, false);
+#else
+                recurrent_matmul(acc, s, q, 0, G, false);
+#endif
+#if CELL == 2 && HAS_REC_BIAS
+                for (int g = 0; g < 3; ++g) acc[g] += rbias4[g * UQ + q];
+#endif
+                for (int g = 0; g < G; ++g) v[r * 4 + g] = xproj4[xbase + g * UQ + q] + acc[g];
+#if CELL >= 2
+                v[r * 4 + 2] = xproj4[xbase + 2 * UQ + q];
+                rec_h[r] = acc[2];
+#endif
+            }
+        }
+#if CELL == 0
+        activate(v, ivec4(1, 0, 0, 0));
+        for (int r = 0; r < BPG * QPL; ++r) new_h[r] = v[r * 4];
+#elif CELL == 1
+        activate(v, ivec4(2, 2, 1, 2));      // i, f, candidate, o
+        vec4 cv[BPG * QPL * 4];
+        for (int r = 0; r < BPG * QPL; ++r) {
+            new_c[r] = v[r * 4 + 1] * c_reg[r] + v[r * 4] * v[r * 4 + 2];
+            cv[r * 4] = new_c[r];
+        }
+        activate(cv, ivec4(1, 0, 0, 0));
+        for (int r = 0; r < BPG * QPL; ++r) new_h[r] = v[r * 4 + 3] * cv[r * 4];
+#else
+        activate(v, ivec4(2, 2, 0, 0));      // z, r
+#if CELL == 3
+        // The candidate's matmul needs r * h from every lane.
+        for (int s = 0; s < BPG; ++s) {
+            for (int p = 0; p < QPL; ++p) {
+                int q = lane + p * LANES;
+                if (q >= UQ) break;
+                rh_sh[s * UQ + q] = v[(s * QPL + p) * 4 + 1] * h_reg[s * QPL + p];
+            }
+        }
+        barrier();
+        for (int s = 0; s < BPG; ++s) {
+            for (int p = 0; p < QPL; ++p) {
+                int q = lane + p * LANES;
+                if (q >= UQ) break;
+                vec4 acc[G];
+                for (int g = 0; g < G; ++g) acc[g] = vec4(0.0);
+                recurrent_matmul(acc, s, q, 2, 3, true);
+                v[(s * QPL + p) * 4 + 2] += acc[2];
+            }
+        }
+#else
+        for (int r = 0; r < BPG * QPL; ++r) v[r * 4 + 2] += v[r * 4 + 1] * rec_h[r];
+#endif
+        activate(v, ivec4(0, 0, 1, 0));
+        for (int r = 0; r < BPG * QPL; ++r) {
+            vec4 z = v[r * 4];
+            new_h[r] = z * h_reg[r] + (1.0 - z) * v[r * 4 + 2];
+        }
+#endif
+#endif  // GROUP_NORM
         barrier();   // every lane has read h_sh (and rh_sh) for this step
         for (int s = 0; s < BPG; ++s) {
             int b = min(b0 + s, batch - 1);

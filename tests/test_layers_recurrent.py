@@ -145,9 +145,74 @@ def test_kerasjs_stateful_case(case):
         assert_close(model.predict(inputs[0], verbose=0), first, what=f"{case['id']} after reset")
 
 
-def test_softmax_activation_in_a_cell_is_refused(tmp_path):
-    model = _seq_model(L.SimpleRNN(3, activation="softmax"))
-    path = os.path.join(tmp_path, "softmax_rnn.keras")
+# -- softmax / log_softmax over the units of a step (a work-group reduction in the shader) ---------
+NORMALIZED = {
+    "simple": lambda units, act, rec, **kw: L.SimpleRNN(units, activation=act or "tanh", **kw),
+    "lstm": lambda units, act, rec, **kw: L.LSTM(units, activation=act or "tanh",
+                                                 recurrent_activation=rec or "sigmoid", **kw),
+    "gru": lambda units, act, rec, **kw: L.GRU(units, activation=act or "tanh",
+                                               recurrent_activation=rec or "sigmoid", **kw),
+    "gru_reset_before": lambda units, act, rec, **kw: L.GRU(
+        units, activation=act or "tanh", recurrent_activation=rec or "sigmoid", reset_after=False,
+        **kw),
+}
+
+
+def _normalized_model(kind, units):
+    """One model, several branches over one masked input: softmax / log_softmax as activation
+    and as recurrent activation, with go_backwards, return_state, unroll and an RNN(cell)."""
+    make = NORMALIZED[kind]
+    inputs = keras.Input((6, 3))
+    masked = L.Masking(0.0)(inputs)
+    combos = [("softmax", None), ("log_softmax", None)]
+    if kind != "simple":
+        combos += [(None, "softmax"), (None, "log_softmax"), ("log_softmax", "softmax")]
+    outputs = []
+    for index, (act, rec) in enumerate(combos):
+        options = [{"return_sequences": True},
+                   {"go_backwards": True, "return_state": True},
+                   {"return_sequences": True, "go_backwards": True, "unroll": True},
+                   {"return_sequences": True, "return_state": True, "go_backwards": True},
+                   {}][index]
+        result = make(units, act, rec, **options)(masked)
+        outputs += list(result) if isinstance(result, (list, tuple)) else [result]
+    cell_class = {"simple": L.SimpleRNNCell, "lstm": L.LSTMCell, "gru": L.GRUCell,
+                  "gru_reset_before": lambda u, **kw: L.GRUCell(u, reset_after=False, **kw)}[kind]
+    outputs.append(L.RNN(cell_class(units, activation="softmax"), return_sequences=True)(masked))
+    return keras.Model(inputs, outputs)
+
+
+def _masked_inputs(batch, seed=1):
+    x = np.random.default_rng(seed).uniform(-1, 1, (batch, 6, 3)).astype("float32")
+    x[0, 2:4] = 0.0         # masked in the middle
+    x[-1, :2] = 0.0         # masked at the start (unroll: zeros until the first kept step)
+    return x
+
+
+@pytest.mark.parametrize("kind", list(NORMALIZED))
+def test_softmax_and_log_softmax_activations(tmp_path, kind):
+    assert_matches_keras(_normalized_model(kind, 5), tmp_path, inputs=[_masked_inputs(3)])
+
+
+@pytest.mark.parametrize("kind, act, rec", [
+    ("simple", "log_softmax", None),
+    ("lstm", "softmax", "softmax"),
+    ("gru", None, "softmax"),
+    ("gru_reset_before", "softmax", None),
+])
+def test_softmax_over_units_spread_across_lanes(tmp_path, kind, act, rec):
+    """300 units: two quads per lane of 64; batch 9: two sequences per work group. (log_softmax
+    gates this wide make LSTM/GRU states grow like log(units)^t: Keras itself then drifts from a
+    float64 reference by more than the tolerance, so only bounded cases are compared here.)"""
+    inputs = keras.Input((6, 3))
+    layer = NORMALIZED[kind](300, act, rec, return_sequences=True, go_backwards=True)
+    model = keras.Model(inputs, layer(L.Masking(0.0)(inputs)))
+    assert_matches_keras(model, tmp_path, inputs=[_masked_inputs(9)], formats=(".keras",))
+
+
+def test_unknown_activation_in_a_cell_is_refused(tmp_path):
+    model = _seq_model(L.SimpleRNN(3, activation="sparsemax"))
+    path = os.path.join(tmp_path, "sparsemax_rnn.keras")
     model.save(path)
-    with pytest.raises(kg.UnsupportedLayerError, match="softmax"):
+    with pytest.raises(kg.UnsupportedLayerError, match="sparsemax"):
         kg.load_model(path)

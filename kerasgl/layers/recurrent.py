@@ -42,12 +42,12 @@ class Cell:
         return 2 if self.kind == "lstm" else 1
 
 
-def _pointwise(value, keras_major, where) -> tuple:
+def _cell_activation(value, keras_major, where) -> tuple:
+    """(GLSL function, params) for ops/rnn.py; softmax / log_softmax by name (the recurrence
+    normalises over the units of each step, as Keras applies them to a (batch, units) tensor)."""
     fn = activations.pointwise(value, keras_major, where)
     if fn is None:
-        from ..errors import UnsupportedLayerError
-        raise UnsupportedLayerError(f"{where}: activation {activations.activation_name(value)!r} "
-                                    "inside a recurrent cell is not supported.")
+        return (activations.activation_name(value), ())
     return (fn.function, fn.params)
 
 
@@ -58,8 +58,8 @@ def make_cell(class_name: str, config: dict, weights: list, keras_major: int, wh
     units = int(config["units"])
     if kind == "gru" and not config.get("reset_after", keras_major == 3):
         kind = "gru_reset_before"
-    activation = _pointwise(config.get("activation", "tanh"), keras_major, where)
-    recurrent = (_pointwise(config.get("recurrent_activation",
+    activation = _cell_activation(config.get("activation", "tanh"), keras_major, where)
+    recurrent = (_cell_activation(config.get("recurrent_activation",
                                        _DEFAULT_REC_ACTIVATION[keras_major]), keras_major, where)
                  if kind != "simple" else ("act_linear", ()))
     count = cell_weight_count(config)

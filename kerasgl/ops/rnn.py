@@ -18,6 +18,8 @@ from . import dispatch, matmul
 from .storage_ops import any_storage
 
 CELLS = {"simple": (0, 1), "lstm": (1, 4), "gru": (2, 3), "gru_reset_before": (3, 3)}
+# Activations over the units of a step (not pointwise), by the name `recurrence` takes them under.
+NORMALIZERS = {"softmax": 1, "log_softmax": 2}
 MAX_LANES = 64
 SHARED_BYTES = 32768        # GL 4.3 guarantees at least 32 KiB of shared memory per work group
 
@@ -93,7 +95,8 @@ def recurrence(x: Tensor, kind: str, units: int, kernel: Tensor, recurrent_kerne
                zero_until_unmasked: bool = False, time_order: bool = False) -> tuple[Tensor, Tensor, Tensor | None]:
     """Run a packed cell (uploaded weights of `pack_cell`) over x of shape (batch, time, features).
 
-    activation / recurrent_activation: (GLSL function, parameters). Returns (output, h, c):
+    activation / recurrent_activation: (GLSL function, parameters), or ("softmax", ()) /
+    ("log_softmax", ()) for those over the units of each step. Returns (output, h, c):
     output (batch, time, units) in processing order when return_sequences (reversed time for
     go_backwards, as Keras; input time order with time_order), else (batch, units) the last step's; h, c the final states (c is
     None except for LSTM). Masked steps (mask 0) keep the state and repeat the previous output
@@ -112,6 +115,9 @@ def recurrence(x: Tensor, kind: str, units: int, kernel: Tensor, recurrent_kerne
     if mask is not None and mask.shape != (batch, steps):
         raise ShapeError(f"The mask must have shape {[batch, steps]}. Received {list(mask.shape)}.")
     (act, act_params), (rec, rec_params) = activation, recurrent_activation
+    # softmax / log_softmax are not pointwise: the shader normalises over the units in the group.
+    act, act_norm = _normalizer(act)
+    rec, rec_norm = _normalizer(rec)
     if act_params and rec_params and tuple(act_params) != tuple(rec_params):
         raise ShapeError(f"A recurrence cannot combine {act} and {rec} with different parameters.")
     params = tuple(act_params) or tuple(rec_params)
@@ -133,7 +139,8 @@ def recurrence(x: Tensor, kind: str, units: int, kernel: Tensor, recurrent_kerne
         stand_in = out      # unused bindings still need a buffer (the shader never touches them)
         defines = {
             "CELL": cell, "G": gates, "UQ": padded // 4, "LANES": lanes, "QPL": qpl, "BPG": bpg,
-            "ACT": act, "REC_ACT": rec, "HAS_MASK": mask is not None,
+            "ACT": act, "REC_ACT": rec, "ACT_NORM": act_norm, "REC_NORM": rec_norm,
+            "HAS_MASK": mask is not None,
             "HAS_REC_BIAS": recurrent_bias is not None, "HAS_H0": initial_h is not None,
             "HAS_C0": initial_c is not None, "RETURN_SEQUENCES": return_sequences,
         }
@@ -153,6 +160,13 @@ def recurrence(x: Tensor, kind: str, units: int, kernel: Tensor, recurrent_kerne
     finally:
         xproj.dispose()
     return out, h_out, c_out
+
+
+def _normalizer(function: str) -> tuple[str, int]:
+    """(pointwise GLSL function, ACT_NORM code) for an activation function name."""
+    if function in NORMALIZERS:
+        return "act_linear", NORMALIZERS[function]
+    return function, 0
 
 
 def dispose_all(*tensors) -> None:

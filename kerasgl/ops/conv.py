@@ -106,11 +106,12 @@ def rgba_image(values: np.ndarray) -> Tensor:
 # rows) -> GLObject. Dispatches run in order with a barrier after each, so one image can serve
 # every convolution in turn. Rows are powers of two (few sizes); the images live as long as the
 # context (like compiled programs), so execution plans that bind them stay valid.
-_staging: dict[tuple[int, int], ownership.GLObject] = {}
+_staging: dict[tuple[int, str, int], ownership.GLObject] = {}
 
 
-def staging_image(n_vec4: int):
-    """An RGBA32F image (moderngl texture) with room for n vec4s, None where none would fit."""
+def staging_image(n_vec4: int, purpose: str = "input"):
+    """An RGBA32F image (moderngl texture) with room for n vec4s, None where none would fit;
+    one per purpose (an input and the weights matmul packs per call are used together)."""
     rows = image_rows(n_vec4)
     if rows is None:
         return None
@@ -118,14 +119,14 @@ def staging_image(n_vec4: int):
     if rows > context.limits().max_texture_size:
         return None
     ctx = context.get_context()
-    key = (id(ctx), rows)
+    key = (id(ctx), purpose, rows)
     gl = _staging.get(key)
     if gl is None or not gl.alive:
         handle = ctx.texture((1 << IMAGE_WIDTH_LOG2, rows), 4, dtype="f4")
         handle.filter = (0x2600, 0x2600)    # GL_NEAREST
         gl = _staging[key] = ownership.GLObject("texture", handle,
                                                 (1 << IMAGE_WIDTH_LOG2) * rows * 16,
-                                                "conv input staging image")
+                                                f"conv {purpose} staging image")
     return gl.handle
 
 
@@ -167,6 +168,8 @@ class ConvKernel:
     cout_vec: int
     input_dilation: tuple = (1, 1)  # > 1: a transposed convolution with these strides
     weights_image: bool = False
+    texture: object = None   # a moderngl texture holding the weights instead of `weights`
+                             # (matmul packs B per call into a staging image)
 
     @property
     def cout_pg(self) -> int:
@@ -236,11 +239,12 @@ def choose_pix(n_pixels: int, blocks: int) -> int:
     is bound by loads: a tile of PIX pixels x 4*COUT_VEC channels does 16*PIX*COUT_VEC
     multiply-adds per PIX + 4*COUT_VEC vec4 loads. Measured on 56x56x64->64 3x3: 4x16 tiles
     8 GFLOP/s, 8x32 27, 16x32 28-34, 32x32 17-21 (spills). Smaller tiles where the last tile of
-    pixels would be mostly padding, or where too few invocations would be left to share out over
-    the CPU threads' SIMD lanes."""
+    pixels would be mostly padding, or where fewer than two work groups would be left (one per
+    CPU thread: asking for four made the small CNN's 11x11x32->64 conv use 2-pixel tiles, and
+    its predict 0.95 ms where two groups of 4-pixel tiles take 0.83)."""
     for pix in (16, 8, 4, 2):
         tiles = math.ceil(n_pixels / pix)
-        if tiles * pix <= 1.15 * n_pixels and tiles * blocks >= 2 * LOCAL_SIZE:
+        if tiles * pix <= 1.15 * n_pixels and tiles * blocks > LOCAL_SIZE:
             return pix
     return 1
 
@@ -301,7 +305,8 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         images.append((0, staged, True, False, GL_RGBA32F))
     if kernel.weights_image:
         # Binding 1 is then unused; the input stands in for it (GL wants a buffer bound).
-        images.append((1, kernel.weights.gl_texture(), True, False, GL_RGBA32F))
+        texture = kernel.texture if kernel.texture is not None else kernel.weights.gl_texture()
+        images.append((1, texture, True, False, GL_RGBA32F))
     weights = x if kernel.weights_image else kernel.weights
     dispatch.run("conv2d.comp", defines=defines, buffers=[x, weights, kernel.bias, out],
                  images=images, uniforms=uniforms, groups=dispatch.groups_for(n_work, LOCAL_SIZE))

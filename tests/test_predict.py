@@ -306,3 +306,87 @@ def test_int_inputs_outside_int32_are_refused(tmp_path):
     with kg.load_model(path) as loaded:
         with pytest.raises(kg.ShapeError, match="outside the int32 range"):
             loaded.predict(np.array([[1, 2, 2 ** 40]], dtype=np.int64), verbose=0)
+
+
+def test_numpy_predict_runs_batches_of_32_by_default(tmp_path):
+    """Keras's default batch size: 70 samples run as 32 + 32 + 6. The batches are observed on the
+    real plan runner (wrapped, not replaced), and the joined result still equals Keras's."""
+    x = keras.Input((3,), name="x")
+    model = keras.Model(x, keras.layers.Dense(2)(x), name="default_batch")
+    path = _save(model, tmp_path)
+    data = np.random.default_rng(0).uniform(-1, 1, (70, 3)).astype("float32")
+    with kg.load_model(path) as loaded:
+        real = loaded._plans.predict_arrays
+        seen = []
+
+        def observed(arrays, *args, **kwargs):
+            seen.append(len(arrays[0]))
+            return real(arrays, *args, **kwargs)
+
+        loaded._plans.predict_arrays = observed
+        try:
+            actual = loaded.predict(data, verbose=0)
+            assert seen == [32, 32, 6]
+            seen.clear()
+            loaded.predict(data, batch_size=50, verbose=0)
+            assert seen == [50, 20]
+        finally:
+            del loaded._plans.predict_arrays
+    assert_close(actual, model.predict(data, verbose=0))
+
+
+_AUTO_BAR_CHILD = """
+import sys
+import numpy as np
+import kerasgl as kg
+with kg.load_model(sys.argv[1]) as model:
+    model.predict(np.zeros((70, 2), "float32"))          # verbose="auto", 3 batches of 32
+    model.predict(np.zeros((5, 2), "float32"))           # one batch: no bar even on a terminal
+sys.stdout.write("isatty=%s" % sys.stderr.isatty())
+"""
+
+
+def _run_child(path, stderr_fd):
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(kg.__file__))))
+    return subprocess.Popen([sys.executable, "-c", _AUTO_BAR_CHILD, path], stdout=subprocess.PIPE,
+                            stderr=stderr_fd, env=env)
+
+
+def test_auto_verbose_draws_a_bar_on_a_terminal_only(tmp_path):
+    """verbose="auto" (the default): a bar when stderr is a terminal (a pty here), nothing when it
+    is a pipe; a single batch draws nothing either way."""
+    import select
+    import subprocess
+    x = keras.Input((2,), name="x")
+    path = _save(keras.Model(x, x + 1.0, name="auto_bar"), tmp_path)
+
+    master, slave = os.openpty()
+    child = _run_child(path, slave)
+    os.close(slave)
+    received = b""
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 60)
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:        # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            received += chunk
+        out, _ = child.communicate(timeout=60)
+    finally:
+        os.close(master)
+    text = received.decode(errors="replace")
+    assert child.returncode == 0, text
+    assert out.decode() == "isatty=True"
+    assert "3/3 [" in text and "1/3 [" in text and "1/1" not in text
+
+    piped = _run_child(path, subprocess.PIPE)
+    out, err = piped.communicate(timeout=60)
+    assert piped.returncode == 0, err.decode()
+    assert out.decode() == "isatty=False" and b"/3 [" not in err and b"/1" not in err

@@ -29,6 +29,26 @@ def test_bidirectional_return_state(tmp_path, merge_mode):
     assert_matches_keras(_model(layer), tmp_path)
 
 
+@pytest.mark.parametrize("merge_mode", ["sum", "ave", "mul", "concat", None])
+def test_bidirectional_return_state_every_merge_mode_and_cell(tmp_path, merge_mode):
+    """LSTM, GRU and SimpleRNN with return_state in one model per merge mode (a masked input,
+    sequences and last steps): every output and every forward/backward state compared."""
+    inputs = keras.Input((6, 3))
+    masked = L.Masking(0.0)(inputs)
+    outputs = []
+    for layer in (L.LSTM(4, return_sequences=True, return_state=True),
+                  L.GRU(3, return_state=True),
+                  L.SimpleRNN(5, return_sequences=True, return_state=True)):
+        outputs += list(L.Bidirectional(layer, merge_mode=merge_mode)(masked))
+    model = keras.Model(inputs, outputs)
+    x = np.random.default_rng(2).uniform(-1, 1, (3, 6, 3)).astype("float32")
+    x[0, 3:] = 0.0
+    x[1, :2] = 0.0
+    expected = assert_matches_keras(model, tmp_path, inputs=[x])
+    states = 4 + 2 + 2
+    assert len(expected) == states + (6 if merge_mode is None else 3)
+
+
 def test_bidirectional_custom_backward_layer_and_initial_states(tmp_path):
     seq = keras.Input((5, 2))
     states = [keras.Input((3,)) for _ in range(2)]
@@ -61,7 +81,16 @@ def test_bidirectional_stateful_carries_and_resets(tmp_path):
     (lambda: L.Flatten(), (3, 2, 2)),
     (lambda: L.BatchNormalization(), (4, 3)),
     (lambda: L.MaxPooling1D(2), (3, 4, 2)),
-], ids=["dense", "conv2d", "flatten", "batchnorm", "maxpool1d"])
+    (lambda: L.Conv1D(3, 3, padding="causal", dilation_rate=2), (3, 9, 2)),
+    (lambda: L.SeparableConv2D(3, 3, depth_multiplier=2, padding="same"), (2, 6, 6, 2)),
+    (lambda: L.DepthwiseConv2D(3, strides=2), (2, 7, 7, 3)),
+    (lambda: L.Conv2DTranspose(2, 3, strides=2, padding="same"), (2, 4, 4, 3)),
+    (lambda: L.MaxPooling2D(2), (3, 6, 6, 2)),
+    (lambda: L.GlobalAveragePooling2D(), (3, 5, 5, 2)),
+    (lambda: L.Conv2D(3, 3, data_format="channels_first"), (2, 2, 6, 5)),
+], ids=["dense", "conv2d", "flatten", "batchnorm", "maxpool1d", "conv1d-causal-dilated",
+        "separableconv2d", "depthwiseconv2d", "conv2dtranspose", "maxpool2d", "gap2d",
+        "conv2d-channels-first"])
 def test_time_distributed(tmp_path, inner, shape):
     assert_matches_keras(_model(L.TimeDistributed(inner()), shape), tmp_path)
 

@@ -46,6 +46,7 @@ _DEFAULTS = (
 )
 
 _current: Tuning | None = None
+_overridden: dict = {}
 
 
 def device_key() -> str:
@@ -116,7 +117,13 @@ def current() -> Tuning:
         if isinstance(cached, dict):
             tuning = _apply(tuning, cached)
         _current = tuning
-    return _apply(_current, _parse_env(os.environ.get(ENV, "")))
+    text = os.environ.get(ENV, "")
+    if not text:
+        return _current
+    key = (_current, text)
+    if key not in _overridden:          # ops ask on every call: parse each setting once
+        _overridden[key] = _apply(_current, _parse_env(text))
+    return _overridden[key]
 
 
 def reset() -> None:

@@ -187,7 +187,7 @@ class ConvKernel:
 def choose_cout_vec(cout_pg: int) -> int:
     """vec4s of output channels per invocation (8: 32 channels, measured best with choose_pix);
     fewer for small groups so they do not compute mostly padding."""
-    return max(1, min(8, math.ceil(cout_pg / 4)))
+    return max(1, min(tuning.current().conv_cout_vec, math.ceil(cout_pg / 4)))
 
 
 def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: Callable,
@@ -242,9 +242,10 @@ def choose_pix(n_pixels: int, blocks: int) -> int:
     pixels would be mostly padding, or where fewer than two work groups would be left (one per
     CPU thread: asking for four made the small CNN's 11x11x32->64 conv use 2-pixel tiles, and
     its predict 0.95 ms where two groups of 4-pixel tiles take 0.83)."""
+    most = tuning.current().conv_pix
     for pix in (16, 8, 4, 2):
         tiles = math.ceil(n_pixels / pix)
-        if tiles * pix <= 1.15 * n_pixels and tiles * blocks > LOCAL_SIZE:
+        if pix <= most and tiles * pix <= 1.15 * n_pixels and tiles * blocks > LOCAL_SIZE:
             return pix
     return 1
 

@@ -166,19 +166,25 @@ void store4(int which, int base, int q, vec4 v) {
     }
 }
 
-// acc[g] += sum_k state[b][k] * U[k, g, q] for the gates g0 <= g < g1.
-void recurrent_matmul(inout vec4 acc[G], int b, int q, int g0, int g1, bool from_rh) {
+// acc[s * G + g] += sum_k state[s][k] * U[k, g, q] for every sequence s of the group and the
+// gates g0 <= g < g1: each load of the recurrent kernel serves all BPG sequences.
+void recurrent_matmul(inout vec4 acc[BPG * G], int q, int g0, int g1, bool from_rh) {
     for (int k4 = 0; k4 < UQ; ++k4) {
+        vec4 hv[BPG];
+        for (int s = 0; s < BPG; ++s) {
 #if CELL == 3
-        vec4 hv = from_rh ? rh_sh[b * UQ + k4] : h_sh[b * UQ + k4];
+            hv[s] = from_rh ? rh_sh[s * UQ + k4] : h_sh[s * UQ + k4];
 #else
-        vec4 hv = h_sh[b * UQ + k4];
+            hv[s] = h_sh[s * UQ + k4];
 #endif
+        }
         int row = 4 * k4 * G * UQ;
         for (int g = g0; g < g1; ++g) {
             int i = row + g * UQ + q;
-            acc[g] += hv.x * u4[i] + hv.y * u4[i + G * UQ] + hv.z * u4[i + 2 * G * UQ]
-                      + hv.w * u4[i + 3 * G * UQ];
+            vec4 u0 = u4[i], u1 = u4[i + G * UQ], u2 = u4[i + 2 * G * UQ], u3 = u4[i + 3 * G * UQ];
+            for (int s = 0; s < BPG; ++s) {
+                acc[s * G + g] += hv[s].x * u0 + hv[s].y * u1 + hv[s].z * u2 + hv[s].w * u3;
+            }
         }
     }
 }
@@ -221,86 +227,86 @@ void main() {
         vec4 new_h[BPG * QPL];
         vec4 new_c[BPG * QPL];
 #if !GROUP_NORM
-        vec4 gates[BPG * QPL * G];
-        for (int s = 0; s < BPG; ++s) {
-            int b = min(b0 + s, batch - 1);
-            for (int p = 0; p < QPL; ++p) {
-                int q = lane + p * LANES;
-                if (q >= UQ) break;
-                vec4 acc[G];
-                int xbase = (b * T + t) * G * UQ;
-                for (int g = 0; g < G; ++g) acc[g] = vec4(0.0);
+        vec4 gates[BPG * QPL];       // GRU reset before: z, until the candidate is computed
+        for (int p = 0; p < QPL; ++p) {
+            int q = lane + p * LANES;
+            if (q >= UQ) break;
+            vec4 acc[BPG * G];
+            for (int i = 0; i < BPG * G; ++i) acc[i] = vec4(0.0);
 #if CELL == 3
-                // z and r now; the candidate's matmul needs r * h from every lane first.
-                recurrent_matmul(acc, s, q, 0, 2, false);
+            // z and r now; the candidate's matmul needs r * h from every lane first.
+            recurrent_matmul(acc, q, 0, 2, false);
 #else
-                recurrent_matmul(acc, s, q, 0, G, false);
+            recurrent_matmul(acc, q, 0, G, false);
 #endif
+            for (int s = 0; s < BPG; ++s) {
+                int b = min(b0 + s, batch - 1);
+                int xbase = (b * T + t) * G * UQ;
+                int a = s * G;
+                int r = s * QPL + p;
 #if CELL == 0
-                new_h[s * QPL + p] = act4(xproj4[xbase + q] + acc[0]);
+                new_h[r] = act4(xproj4[xbase + q] + acc[a]);
 #elif CELL == 1
-                vec4 i_g = rec4(xproj4[xbase + q] + acc[0]);
-                vec4 f_g = rec4(xproj4[xbase + UQ + q] + acc[1]);
-                vec4 c_new = f_g * c_reg[s * QPL + p] + i_g * act4(xproj4[xbase + 2 * UQ + q] + acc[2]);
-                vec4 o_g = rec4(xproj4[xbase + 3 * UQ + q] + acc[3]);
-                new_c[s * QPL + p] = c_new;
-                new_h[s * QPL + p] = o_g * act4(c_new);
+                vec4 i_g = rec4(xproj4[xbase + q] + acc[a]);
+                vec4 f_g = rec4(xproj4[xbase + UQ + q] + acc[a + 1]);
+                vec4 c_new = f_g * c_reg[r] + i_g * act4(xproj4[xbase + 2 * UQ + q] + acc[a + 2]);
+                vec4 o_g = rec4(xproj4[xbase + 3 * UQ + q] + acc[a + 3]);
+                new_c[r] = c_new;
+                new_h[r] = o_g * act4(c_new);
 #elif CELL == 2
 #if HAS_REC_BIAS
-                for (int g = 0; g < 3; ++g) acc[g] += rbias4[g * UQ + q];
+                for (int g = 0; g < 3; ++g) acc[a + g] += rbias4[g * UQ + q];
 #endif
-                vec4 z = rec4(xproj4[xbase + q] + acc[0]);
-                vec4 r = rec4(xproj4[xbase + UQ + q] + acc[1]);
-                vec4 hh = act4(xproj4[xbase + 2 * UQ + q] + r * acc[2]);
-                new_h[s * QPL + p] = z * h_reg[s * QPL + p] + (1.0 - z) * hh;
+                vec4 z = rec4(xproj4[xbase + q] + acc[a]);
+                vec4 rg = rec4(xproj4[xbase + UQ + q] + acc[a + 1]);
+                vec4 hh = act4(xproj4[xbase + 2 * UQ + q] + rg * acc[a + 2]);
+                new_h[r] = z * h_reg[r] + (1.0 - z) * hh;
 #else
-                vec4 z = rec4(xproj4[xbase + q] + acc[0]);
-                vec4 r = rec4(xproj4[xbase + UQ + q] + acc[1]);
-                gates[(s * QPL + p) * G] = z;
-                rh_sh[s * UQ + q] = r * h_reg[s * QPL + p];
+                gates[r] = rec4(xproj4[xbase + q] + acc[a]);
+                rh_sh[s * UQ + q] = rec4(xproj4[xbase + UQ + q] + acc[a + 1]) * h_reg[r];
 #endif
             }
         }
 #if CELL == 3
         barrier();
-        for (int s = 0; s < BPG; ++s) {
-            int b = min(b0 + s, batch - 1);
-            for (int p = 0; p < QPL; ++p) {
-                int q = lane + p * LANES;
-                if (q >= UQ) break;
-                vec4 acc[G];
-                for (int g = 0; g < G; ++g) acc[g] = vec4(0.0);
-                recurrent_matmul(acc, s, q, 2, 3, true);
-                vec4 z = gates[(s * QPL + p) * G];
-                vec4 hh = act4(xproj4[(b * T + t) * G * UQ + 2 * UQ + q] + acc[2]);
-                new_h[s * QPL + p] = z * h_reg[s * QPL + p] + (1.0 - z) * hh;
+        for (int p = 0; p < QPL; ++p) {
+            int q = lane + p * LANES;
+            if (q >= UQ) break;
+            vec4 acc[BPG * G];
+            for (int i = 0; i < BPG * G; ++i) acc[i] = vec4(0.0);
+            recurrent_matmul(acc, q, 2, 3, true);
+            for (int s = 0; s < BPG; ++s) {
+                int b = min(b0 + s, batch - 1);
+                int r = s * QPL + p;
+                vec4 hh = act4(xproj4[(b * T + t) * G * UQ + 2 * UQ + q] + acc[s * G + 2]);
+                new_h[r] = gates[r] * h_reg[r] + (1.0 - gates[r]) * hh;
             }
         }
 #endif
 #else   // GROUP_NORM: every pre-activation of the step first, then the (collective) activations.
         vec4 v[BPG * QPL * 4];
         vec4 rec_h[BPG * QPL];      // GRU reset_after: h @ U_h + b_h, scaled by r once r is known
-        for (int s = 0; s < BPG; ++s) {
-            int b = min(b0 + s, batch - 1);
-            for (int p = 0; p < QPL; ++p) {
-                int q = lane + p * LANES;
-                if (q >= UQ) break;
-                int r = s * QPL + p;
-                vec4 acc[G];
-                int xbase = (b * T + t) * G * UQ;
-                for (int g = 0; g < G; ++g) acc[g] = vec4(0.0);
+        for (int p = 0; p < QPL; ++p) {
+            int q = lane + p * LANES;
+            if (q >= UQ) break;
+            vec4 acc[BPG * G];
+            for (int i = 0; i < BPG * G; ++i) acc[i] = vec4(0.0);
 #if CELL == 3
-                recurrent_matmul(acc, s, q, 0, 2, false);
+            recurrent_matmul(acc, q, 0, 2, false);
 #else
-                recurrent_matmul(acc, s, q, 0, G, false);
+            recurrent_matmul(acc, q, 0, G, false);
 #endif
+            for (int s = 0; s < BPG; ++s) {
+                int b = min(b0 + s, batch - 1);
+                int xbase = (b * T + t) * G * UQ;
+                int r = s * QPL + p;
 #if CELL == 2 && HAS_REC_BIAS
-                for (int g = 0; g < 3; ++g) acc[g] += rbias4[g * UQ + q];
+                for (int g = 0; g < 3; ++g) acc[s * G + g] += rbias4[g * UQ + q];
 #endif
-                for (int g = 0; g < G; ++g) v[r * 4 + g] = xproj4[xbase + g * UQ + q] + acc[g];
+                for (int g = 0; g < G; ++g) v[r * 4 + g] = xproj4[xbase + g * UQ + q] + acc[s * G + g];
 #if CELL >= 2
                 v[r * 4 + 2] = xproj4[xbase + 2 * UQ + q];
-                rec_h[r] = acc[2];
+                rec_h[r] = acc[s * G + 2];
 #endif
             }
         }
@@ -328,15 +334,13 @@ void main() {
             }
         }
         barrier();
-        for (int s = 0; s < BPG; ++s) {
-            for (int p = 0; p < QPL; ++p) {
-                int q = lane + p * LANES;
-                if (q >= UQ) break;
-                vec4 acc[G];
-                for (int g = 0; g < G; ++g) acc[g] = vec4(0.0);
-                recurrent_matmul(acc, s, q, 2, 3, true);
-                v[(s * QPL + p) * 4 + 2] += acc[2];
-            }
+        for (int p = 0; p < QPL; ++p) {
+            int q = lane + p * LANES;
+            if (q >= UQ) break;
+            vec4 acc[BPG * G];
+            for (int i = 0; i < BPG * G; ++i) acc[i] = vec4(0.0);
+            recurrent_matmul(acc, q, 2, 3, true);
+            for (int s = 0; s < BPG; ++s) v[(s * QPL + p) * 4 + 2] += acc[s * G + 2];
         }
 #else
         for (int r = 0; r < BPG * QPL; ++r) v[r * 4 + 2] += v[r * 4 + 1] * rec_h[r];

@@ -48,8 +48,10 @@ def test_activations_and_sizes(tmp_path, layer):
     assert_matches_keras(_seq_model(layer), tmp_path, formats=(".keras",))
 
 
-def test_batch_above_one_work_group(tmp_path):
-    model = _seq_model(L.GRU(8, return_sequences=True))
+@pytest.mark.parametrize("kind", list(LAYERS))
+def test_batch_above_one_work_group(tmp_path, kind):
+    """19 sequences: work groups of 4 sharing each recurrent-kernel load, the last one partial."""
+    model = _seq_model(LAYERS[kind](return_sequences=True, go_backwards=True))
     inputs = [np.random.default_rng(3).uniform(-1, 1, (19, 6, 3)).astype("float32")]
     assert_matches_keras(model, tmp_path, inputs=inputs, formats=(".keras",))
 

@@ -20,7 +20,7 @@ from ..errors import ModelFileError
 from ..ops import conv
 from . import activations
 from .base import register
-from .spatial_utils import SpatialLayer, as_rows, from_rows, int_tuple
+from .spatial_utils import SpatialLayer, int_tuple
 
 
 class _ConvBase(SpatialLayer):
@@ -68,16 +68,6 @@ class _ConvBase(SpatialLayer):
         return tuple(None if size is None else conv.conv_padding(size, k, s, d, self.padding)[0]
                      for size, k, s, d in zip(self.input_spatial(spatial), self.kernel_size,
                                               self.strides, self.dilation))
-
-    def run_2d(self, x, op):
-        """Run op(x4d) -> y4d, with 1D inputs seen as one row."""
-        if self.spatial_rank == 2:
-            return op(x)
-        rows = as_rows(x)
-        try:
-            return from_rows(op(rows))
-        finally:
-            rows.dispose()
 
     def upload_image(self, array):
         """A packed kernel in an RGBA32F image (conv.rgba_image), owned by this layer as upload()'s

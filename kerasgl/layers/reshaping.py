@@ -4,23 +4,10 @@ from __future__ import annotations
 
 from ..ops import spatial
 from .base import register
-from .spatial_utils import SpatialLayer, as_rows, from_rows, int_tuple, pair_tuple
+from .spatial_utils import SpatialLayer, int_tuple, pair_tuple
 
 
-class _RowsLayer(SpatialLayer):
-    """Runs `op(x4d)` on 2D inputs, or on 1D inputs seen as one row."""
-
-    def run_2d(self, x, op):
-        if self.spatial_rank == 2:
-            return op(x)
-        rows = as_rows(x)
-        try:
-            return from_rows(op(rows))
-        finally:
-            rows.dispose()
-
-
-class _PadCrop(_RowsLayer):
+class _PadCrop(SpatialLayer):
     shaders = ("pad_crop2d.comp",)
     sign = 1          # +1 pads, -1 crops
     key = "padding"
@@ -66,7 +53,7 @@ class Cropping1D(_PadCrop):
     spatial_rank, sign, key = 1, -1, "cropping"
 
 
-class _UpSampling(_RowsLayer):
+class _UpSampling(SpatialLayer):
     shaders = ("upsample2d.comp",)
 
     def __init__(self, spec, keras_major: int = 3):

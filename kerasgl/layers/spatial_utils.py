@@ -59,6 +59,16 @@ class SpatialLayer(Layer):
             raise self.unsupported(f"data_format={data_format!r}")
         self.channels_first = data_format == "channels_first"
 
+    def run_2d(self, x, op):
+        """Run op(x4d) -> y4d, with 1D inputs seen as one row."""
+        if self.spatial_rank == 2:
+            return op(x)
+        rows = as_rows(x)
+        try:
+            return from_rows(op(rows))
+        finally:
+            rows.dispose()
+
     def check_rank(self, shape) -> None:
         if len(shape) != self.spatial_rank + 2:
             raise self.shape_error(f"expects inputs of rank {self.spatial_rank + 2}. "

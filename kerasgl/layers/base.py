@@ -99,3 +99,28 @@ class Layer:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} '{self.name}' ({self.class_name})>"
+
+
+class AffineFoldable:
+    """Mixin for layers that can take over `y * scale + shift` per output unit applied right after
+    them (an inference BatchNormalization), folded into their weights at build. Subclasses give
+    `fold_width` (their output units) and `_linear_and_unbuilt()` (no activation of their own yet,
+    weights not yet packed: only then is the fold exact up to rounding)."""
+    _fold = None      # (scale, shift) of the folded affine map, composed over successive folds
+    fold_width = 0
+
+    def _linear_and_unbuilt(self) -> bool:
+        raise NotImplementedError
+
+    def fold_channel_affine(self, scale, shift) -> bool:
+        scale = np.asarray(scale, np.float32).reshape(-1)
+        shift = np.asarray(shift, np.float32).reshape(-1)
+        if not self._linear_and_unbuilt() or scale.size != self.fold_width \
+                or shift.size != self.fold_width:
+            return False
+        if self._fold is None:
+            self._fold = (scale, shift)
+        else:   # (y * s1 + t1) * s2 + t2
+            s1, t1 = self._fold
+            self._fold = (s1 * scale, t1 * scale + shift)
+        return True

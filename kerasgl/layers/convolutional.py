@@ -19,11 +19,11 @@ from .. import ownership
 from ..errors import ModelFileError
 from ..ops import conv
 from . import activations
-from .base import register
+from .base import AffineFoldable, register
 from .spatial_utils import SpatialLayer, int_tuple
 
 
-class _ConvBase(SpatialLayer):
+class _ConvBase(AffineFoldable, SpatialLayer):
     """Options every convolution reads: kernel_size, strides, padding, dilation_rate, activation."""
     paddings = ("valid", "same")
 
@@ -78,26 +78,15 @@ class _ConvBase(SpatialLayer):
 
     # -- graph fusions ------------------------------------------------------------------------
     out_channels = 0          # set by subclasses
-    _fold = None              # (scale, shift) of a folded per-channel affine map
     _extra_padding = None     # ((top, bottom), (left, right)) of an absorbed ZeroPadding (2D)
 
     def _linear_and_unbuilt(self) -> bool:
         return (not self.built and not self.channels_first and self.fused is not None
                 and self.fused.is_identity)
 
-    def fold_channel_affine(self, scale, shift) -> bool:
-        """y * scale + shift per output channel, applied after this layer, folded into it."""
-        scale = np.asarray(scale, np.float32).reshape(-1)
-        shift = np.asarray(shift, np.float32).reshape(-1)
-        if not self._linear_and_unbuilt() or scale.size != self.out_channels \
-                or shift.size != self.out_channels:
-            return False
-        if self._fold is None:
-            self._fold = (scale, shift)
-        else:   # (y * s1 + t1) * s2 + t2
-            s1, t1 = self._fold
-            self._fold = (s1 * scale, t1 * scale + shift)
-        return True
+    @property
+    def fold_width(self) -> int:
+        return self.out_channels
 
     def fuse_activation(self, pointwise) -> bool:
         """Adopt a pointwise activation (kerasgl.layers.activations.Pointwise) applied right after."""

@@ -9,7 +9,7 @@ import numpy as np
 from ..ops import layout, matmul, merge
 from ..tensor import view
 from . import activations
-from .base import Layer, register
+from .base import AffineFoldable, Layer, register
 
 
 def _rank_error(layer, expected: str, input_shape):
@@ -17,7 +17,7 @@ def _rank_error(layer, expected: str, input_shape):
 
 
 @register("Dense")
-class Dense(Layer):
+class Dense(AffineFoldable, Layer):
     """x @ kernel + bias with the activation fused into the matmul (softmax runs after it).
     On inputs of rank > 2 the kernel applies to the last axis (a 2-D matmul over a view)."""
     shaders = ("matmul.comp",)
@@ -51,24 +51,12 @@ class Dense(Layer):
 
     # -- graph fusions (kerasgl/fusion.py calls these before build; each returns False and
     # changes nothing where the result would not be exact) ---------------------------------------
-    _fold = None      # (scale, shift) per unit of a folded affine map (an inference BatchNorm)
-
     def _linear_and_unbuilt(self) -> bool:
         return not self.built and self.fused is not None and self.fused.is_identity
 
-    def fold_channel_affine(self, scale, shift) -> bool:
-        """y * scale + shift per unit, applied right after this layer, folded into kernel and bias
-        (exact up to rounding only while no activation sits between the two)."""
-        scale = np.asarray(scale, np.float32).reshape(-1)
-        shift = np.asarray(shift, np.float32).reshape(-1)
-        if not self._linear_and_unbuilt() or scale.size != self.units or shift.size != self.units:
-            return False
-        if self._fold is None:
-            self._fold = (scale, shift)
-        else:   # (y * s1 + t1) * s2 + t2
-            s1, t1 = self._fold
-            self._fold = (s1 * scale, t1 * scale + shift)
-        return True
+    @property
+    def fold_width(self) -> int:
+        return self.units
 
     def fuse_activation(self, pointwise) -> bool:
         """Adopt a pointwise activation (activations.Pointwise) applied right after: only when this

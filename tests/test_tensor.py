@@ -448,3 +448,86 @@ def test_copy_and_storage_conversions(storage):
         e = kg.empty([2, 2], storage=storage)
         assert e.shape == (2, 2) and e.storage == storage
     t.dispose()
+
+
+# -------------------------------------------------------------------------------------------------
+# binary_vec4.comp: the 4-per-lane path (same shapes, per-channel [1, .., 1, C], scalars) and the
+# shapes that must fall back to binary.comp. +, -, *, max, min are exact IEEE ops in both
+# kernels and in numpy's float32, so these compare bit for bit.
+# -------------------------------------------------------------------------------------------------
+EXACT_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+                "maximum": np.maximum, "minimum": np.minimum}
+VEC4_SHAPES = [((2, 3, 4), (2, 3, 4)),          # same shape, 4 | n: vec4
+               ((3, 5), (3, 5)),                # same shape, n odd: fallback
+               ((1, 5, 7, 8), (1, 1, 1, 8)),    # per-channel, 4 | C: vec4
+               ((1, 1, 8), (3, 5, 8)),          # per-channel on the left
+               ((2, 4, 12), (12,)),             # per-channel of lower rank
+               ((1, 3, 3, 6), (1, 1, 1, 6)),    # per-channel, C = 6: fallback
+               ((4, 8), (4, 1))]                # other broadcast: fallback
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("shapes", VEC4_SHAPES)
+def test_binary_vec4_and_fallback_match_numpy_exactly(shapes, storage):
+    from kerasgl.ops import elementwise
+    a = rng.standard_normal(shapes[0]).astype(np.float32)
+    b = rng.standard_normal(shapes[1]).astype(np.float32)
+    ta, tb = kg.tensor(a, storage=storage), kg.tensor(b, storage=storage)
+    with kg.tidy():
+        for op, ref in EXACT_BINARY.items():
+            got = elementwise.binary(op, ta, tb)
+            assert got.storage == storage and got.shape == ref(a, b).shape
+            np.testing.assert_array_equal(got.numpy(), ref(a, b), err_msg=op)
+        # division: both kernels do one IEEE float division per element, as numpy float32 does
+        np.testing.assert_array_equal(elementwise.binary("div", ta, tb + 3.0).numpy(),
+                                      a / (b + np.float32(3.0)))
+    kg.dispose([ta, tb])
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("shape", [(2, 6), (3, 5)])
+def test_binary_vec4_scalar_operands_match_numpy_exactly(shape, storage):
+    from kerasgl.ops import elementwise
+    a = rng.standard_normal(shape).astype(np.float32)
+    ta = kg.tensor(a, storage=storage)
+    with kg.tidy():
+        s = np.float32(1.75)
+        for op, ref in EXACT_BINARY.items():
+            np.testing.assert_array_equal(elementwise.binary(op, ta, 1.75).numpy(), ref(a, s))
+            np.testing.assert_array_equal(elementwise.binary(op, 1.75, ta).numpy(), ref(s, a))
+        close(elementwise.binary("pow", ta, 2.0).numpy(), a.astype(np.float64) ** 2)
+        close(elementwise.binary("pow", ta, 3.0).numpy(), a.astype(np.float64) ** 3)
+    ta.dispose()
+
+
+@pytest.mark.parametrize("shapes", [((1, 4, 4, 8), (1, 4, 4, 8)), ((1, 4, 4, 8), (1, 1, 1, 8)),
+                                    ((3, 5), (3, 5))])
+def test_binary_vec4_fused_activation_matches_unfused(shapes):
+    """The ACT epilogue (Add+ReLU of a residual block) gives what binary then relu gives."""
+    from kerasgl.layers.activations import Pointwise
+    from kerasgl.ops import elementwise
+    a = rng.standard_normal(shapes[0]).astype(np.float32)
+    b = rng.standard_normal(shapes[1]).astype(np.float32)
+    ta, tb = kg.tensor(a), kg.tensor(b)
+    with kg.tidy():
+        fused = elementwise.binary("add", ta, tb, activation=Pointwise("act_relu"))
+        np.testing.assert_array_equal(fused.numpy(), np.maximum(a + b, np.float32(0)))
+        fused = elementwise.binary("mul", ta, tb, activation=Pointwise("act_sigmoid"))
+        close(fused.numpy(), elementwise.unary("sigmoid", ta * tb).numpy())
+    kg.dispose([ta, tb])
+
+
+def test_binary_chooses_vec4_only_where_it_applies(monkeypatch):
+    from kerasgl.ops import dispatch, elementwise
+    seen = []
+    real_run = dispatch.run
+    monkeypatch.setattr(dispatch, "run", lambda name, **kw: (seen.append(name), real_run(name, **kw)))
+    cases = {((2, 3, 4), (2, 3, 4)): "binary_vec4.comp", ((1, 5, 5, 8), (1, 1, 1, 8)): "binary_vec4.comp",
+             ((3, 5), (3, 5)): "binary.comp", ((1, 3, 3, 6), (1, 1, 1, 6)): "binary.comp",
+             ((4, 8), (4, 1)): "binary.comp", ((1, 1, 1, 8), (1, 1, 1, 8)): "binary_vec4.comp"}
+    with kg.tidy():
+        for (sa, sb), want in cases.items():
+            ta, tb = kg.zeros(list(sa)), kg.zeros(list(sb))
+            seen.clear()
+            elementwise.binary("mul", ta, tb)
+            assert seen == [want], (sa, sb, seen)

@@ -78,15 +78,52 @@ def binary(op: str, a, b, activation=None) -> Tensor:
         uniforms["a_value"] = a
     if b_scalar:
         uniforms["b_value"] = b
+    # An unused binding still needs a buffer bound; the output serves as a harmless stand-in.
+    buffers = [out if a_scalar else a, out if b_scalar else b, out]
+    kinds = _vec4_operand_kinds(a_shape, a_scalar, b_shape, b_scalar, out_shape)
+    if kinds is not None:
+        _run_vec4(defines, uniforms, kinds, buffers, out_shape, out.size)
+        return out
     if broadcast:
         uniforms.update(rank=len(out_shape), out_shape=_pad(out_shape),
                         a_strides=_pad(broadcast_strides(a_shape, out_shape), fill=0),
                         b_strides=_pad(broadcast_strides(b_shape, out_shape), fill=0))
-    # An unused binding still needs a buffer bound; the output serves as a harmless stand-in.
-    buffers = [out if a_scalar else a, out if b_scalar else b, out]
     dispatch.run("binary.comp", defines=defines, buffers=buffers, uniforms=uniforms,
                  groups=dispatch.groups_for(out.size))
     return out
+
+
+def _vec4_operand_kinds(a_shape, a_scalar, b_shape, b_scalar, out_shape):
+    """("full" | "scalar" | "channel") for a and b when binary_vec4.comp can do the op, else None.
+    It needs 4 | size(out); a per-channel operand ([1, .., 1, C], the squeeze-and-excitation scale
+    or a bias) needs 4 | C so that its vec4s line up with the output's."""
+    size = int(np.prod(out_shape, dtype=np.int64)) if out_shape else 1
+    if size % 4:
+        return None
+    kinds = []
+    for shape, scalar in ((a_shape, a_scalar), (b_shape, b_scalar)):
+        if scalar:
+            kinds.append("scalar")
+        elif tuple(shape) == tuple(out_shape):
+            kinds.append("full")
+        elif (len(shape) >= 1 and shape[-1] == out_shape[-1] and shape[-1] % 4 == 0
+              and all(d == 1 for d in shape[:-1])):
+            kinds.append("channel")
+        else:
+            return None
+    return tuple(kinds)
+
+
+def _run_vec4(defines, uniforms, kinds, buffers, out_shape, size):
+    """Dispatch binary_vec4.comp: the same per-element float ops as binary.comp, 4 per lane."""
+    defines = dict(defines, A_CHANNEL=kinds[0] == "channel", B_CHANNEL=kinds[1] == "channel")
+    defines.pop("BROADCAST")
+    uniforms = dict(uniforms, n4=size // 4)
+    del uniforms["n"]
+    if "channel" in kinds:
+        uniforms["channels4"] = out_shape[-1] // 4
+    dispatch.run("binary_vec4.comp", defines=defines, buffers=buffers, uniforms=uniforms,
+                 groups=dispatch.groups_for(size // 4))
 
 
 def activation_defines(name: str) -> dict:

@@ -1,0 +1,61 @@
+#version 430
+// c = OP(a, b) elementwise, 4 elements per invocation through vec4 loads and stores: the fast
+// path of binary.comp for output sizes divisible by 4 (llvmpipe pays a bounds-checked load per
+// buffer access, so one vec4 access costs about what one float access does).
+// Each operand is one of: a buffer of the output's shape (default), a uniform (A_SCALAR /
+// B_SCALAR), or a per-channel vector broadcast along every dimension but the last (A_CHANNEL /
+// B_CHANNEL: shape [1, .., 1, C] with C % 4 == 0, read at vec4 index i % channels4).
+// The float ops are binary.comp's own, applied per component, so results are bit-identical.
+// ACT: optional epilogue from activations.glsl, as in binary.comp.
+#include "common.glsl"
+#ifdef ACT
+#include "activations.glsl"
+#endif
+layout(local_size_x = LOCAL_SIZE) in;
+layout(std430, binding = 0) readonly buffer A { vec4 a[]; };
+layout(std430, binding = 1) readonly buffer B { vec4 b[]; };
+layout(std430, binding = 2) writeonly buffer C { vec4 c[]; };
+uniform uint n4;         // output size / 4
+uniform uint channels4;  // C / 4 for a per-channel operand
+uniform float a_value;
+uniform float b_value;
+
+float binary_add(float x, float y) { return x + y; }
+float binary_sub(float x, float y) { return x - y; }
+float binary_mul(float x, float y) { return x * y; }
+float binary_div(float x, float y) { return x / y; }
+float binary_maximum(float x, float y) { return max(x, y); }
+float binary_minimum(float x, float y) { return min(x, y); }
+float binary_pow(float x, float y) {
+    // GLSL pow is undefined for x < 0; numpy gives a real result for integer exponents.
+    if (x >= 0.0) return pow(x, y);
+    if (y == floor(y)) { float p = pow(-x, y); return mod(y, 2.0) == 0.0 ? p : -p; }
+    return 0.0 / 0.0;
+}
+float binary_squared_difference(float x, float y) { float d = x - y; return d * d; }
+
+#ifdef ACT
+#define APPLY(x, y) ACT(OP(x, y))
+#else
+#define APPLY(x, y) OP(x, y)
+#endif
+
+void main() {
+    uint i = linear_index();
+    if (i >= n4) return;
+#if A_SCALAR
+    vec4 va = vec4(a_value);
+#elif A_CHANNEL
+    vec4 va = a[i % channels4];
+#else
+    vec4 va = a[i];
+#endif
+#if B_SCALAR
+    vec4 vb = vec4(b_value);
+#elif B_CHANNEL
+    vec4 vb = b[i % channels4];
+#else
+    vec4 vb = b[i];
+#endif
+    c[i] = vec4(APPLY(va.x, vb.x), APPLY(va.y, vb.y), APPLY(va.z, vb.z), APPLY(va.w, vb.w));
+}

@@ -15,6 +15,13 @@
 // INPUT_DIL - 1 zeros between its samples along that axis (only the real samples are read).
 #include "common.glsl"
 #include "activations.glsl"
+#if ACT_CLAMP
+// linear / relu / relu6 / ReLU(max_value) as one variant, bounds from uniforms (see clamp_bounds
+// in kerasgl/ops/conv.py): fewer variants to JIT-compile on a cold start.
+uniform float act_lo;
+uniform float act_hi;
+float act_clamp(float v) { return min(max(v, act_lo), act_hi); }
+#endif
 layout(local_size_x = LOCAL_SIZE) in;
 
 // W_IMAGE / X_IMAGE (chosen per device by kerasgl/tuning.py): the weights / the input are read
@@ -55,6 +62,16 @@ uniform int cin_pg;     // input channels per group
 uniform int cout_pg;    // output channels per group
 uniform int blocks_pg;  // output-channel blocks (of 4 * COUT_VEC) per group
 uniform int pad_top;
+// Kernel size, strides and dilation are uniforms, not defines: they only change addresses and
+// loop counts, and each define combination is a variant llvmpipe JIT-compiles at its first
+// dispatch (~2 s for the large tiles on 2 cores); as uniforms 1x1, 3x3, strided and dilated
+// convolutions of one tile shape share a program, at no measured cost in speed.
+uniform int kernel_h;
+uniform int kernel_w;
+uniform int stride_h;
+uniform int stride_w;
+uniform int dil_h;
+uniform int dil_w;
 uniform int pad_left;
 uniform uint n_pixels;  // batch * out_h * out_w
 uniform uint n_blocks;  // groups * blocks_pg
@@ -81,8 +98,8 @@ void main() {
         int rest = index / out_w;
         int oy = rest % out_h;
         int n = rest / out_h;
-        row0[p] = oy * STRIDE_H - pad_top;
-        col0[p] = ox * STRIDE_W - pad_left;
+        row0[p] = oy * stride_h - pad_top;
+        col0[p] = ox * stride_w - pad_left;
         img_base[p] = n * in_h * in_w * cin + group * cin_pg;
     }
 
@@ -92,14 +109,14 @@ void main() {
         for (int p = 0; p < PIX; ++p) acc[p][v] = b;
     }
 
-    int wi = block * KH * KW * cin_pg * COUT_VEC;
-    for (int kh = 0; kh < KH; ++kh) {
-        for (int kw = 0; kw < KW; ++kw) {
+    int wi = block * kernel_h * kernel_w * cin_pg * COUT_VEC;
+    for (int kh = 0; kh < kernel_h; ++kh) {
+        for (int kw = 0; kw < kernel_w; ++kw) {
             int base[PIX];
             bool ok[PIX];
             for (int p = 0; p < PIX; ++p) {
-                int iy = row0[p] + kh * DIL_H;
-                int ix = col0[p] + kw * DIL_W;
+                int iy = row0[p] + kh * dil_h;
+                int ix = col0[p] + kw * dil_w;
 #if INPUT_DIL_H > 1 || INPUT_DIL_W > 1
                 bool on_sample = iy >= 0 && ix >= 0 && iy % INPUT_DIL_H == 0 && ix % INPUT_DIL_W == 0;
                 iy /= INPUT_DIL_H;

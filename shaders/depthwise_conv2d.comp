@@ -8,6 +8,13 @@
 // [kh][kw][cout padded to 4] (vec4), bias as [cout padded to 4].
 #include "common.glsl"
 #include "activations.glsl"
+#if ACT_CLAMP
+// linear / relu / relu6 / ReLU(max_value) as one variant, bounds from uniforms (see clamp_bounds
+// in kerasgl/ops/conv.py): fewer variants to JIT-compile on a cold start.
+uniform float act_lo;
+uniform float act_hi;
+float act_clamp(float v) { return min(max(v, act_lo), act_hi); }
+#endif
 layout(local_size_x = LOCAL_SIZE) in;
 
 #if VEC_IN

@@ -36,6 +36,34 @@ class Pointwise:
 LINEAR = Pointwise()
 
 
+def clamp_bounds(activation) -> tuple[float, float] | None:
+    """(lo, hi) where `activation` is min(max(x, lo), hi) (linear, relu, relu6, ReLU(max_value)
+    without slope or threshold), else None. Convolutions run these as one shader variant with the
+    bounds as uniforms: llvmpipe JIT-compiles each variant of the large unrolled conv kernels at
+    its first dispatch (~1-2 s each on 2 cores), and linear/relu/relu6 variants of one geometry
+    otherwise each cost a compile (MobileNetV2 224 cold first call 12.0 s -> see
+    scripts/probe_compile.py). Same values: min/max are exact (a ReLU's 0 may become -0.0)."""
+    function, params = activation.function, tuple(activation.params)
+    if function == "act_linear":
+        return (-math.inf, math.inf)
+    if function == "act_relu":
+        return (0.0, math.inf)
+    if function == "act_relu6":
+        return (0.0, 6.0)
+    if function == "act_relu_full" and len(params) == 3 and params[1] == 0 and params[2] == 0:
+        return (0.0, float(params[0]) if params[0] >= 0 else math.inf)
+    return None
+
+
+def activation_settings(activation) -> tuple[dict, dict]:
+    """(defines, uniforms) that select `activation` in conv2d.comp / depthwise_conv2d.comp."""
+    bounds = clamp_bounds(activation)
+    if bounds is not None:
+        return {"ACT": "act_clamp", "ACT_CLAMP": True}, {"act_lo": bounds[0], "act_hi": bounds[1]}
+    return ({"ACT": activation.function, "ACT_CLAMP": False},
+            {f"act_p{i}": float(v) for i, v in enumerate(activation.params)})
+
+
 # -------------------------------------------------------------------------------------------------
 # Geometry (Keras's rules)
 # -------------------------------------------------------------------------------------------------
@@ -289,20 +317,22 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     staged = None
     if cin_vec4 and reuse >= STAGE_MIN_REUSE and tuning.current().conv_input_image:
         staged = stage_input(x)
+    act_defines, act_uniforms = activation_settings(activation)
     defines = {
         "LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "COUT_VEC": kernel.cout_vec,
         "CIN_VEC4": cin_vec4,
         "VEC_OUT": kernel.cout_pg % 4 == 0,
-        "KH": kernel.kh, "KW": kernel.kw, "STRIDE_H": strides[0], "STRIDE_W": strides[1],
-        "DIL_H": dilation[0], "DIL_W": dilation[1], "INPUT_DIL_H": sh, "INPUT_DIL_W": sw,
-        "ACT": activation.function,
+        "INPUT_DIL_H": sh, "INPUT_DIL_W": sw,
+        **act_defines,
         "W_IMAGE": kernel.weights_image, "X_IMAGE": staged is not None,
         "IMAGE_WIDTH_LOG2": IMAGE_WIDTH_LOG2,
     }
     uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": kernel.cout,
                 "cin_pg": kernel.cin_pg, "cout_pg": kernel.cout_pg, "blocks_pg": kernel.blocks_pg,
                 "pad_top": top, "pad_left": left, "n_pixels": n_pixels,
-                "n_blocks": blocks, "n_work": n_work, **{f"act_p{i}": float(v) for i, v in enumerate(activation.params)}}
+                "kernel_h": kernel.kh, "kernel_w": kernel.kw, "stride_h": strides[0],
+                "stride_w": strides[1], "dil_h": dilation[0], "dil_w": dilation[1],
+                "n_blocks": blocks, "n_work": n_work, **act_uniforms}
     images = []
     if staged is not None:
         images.append((0, staged, True, False, GL_RGBA32F))
@@ -393,13 +423,14 @@ def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilatio
     row_tiles = math.ceil(ow / pix)
     n_work = n * oh * row_tiles * cblocks
     span = (pix - 1) * strides[1] + (kernel.kw - 1) * dilation[1] + 1
+    act_defines, act_uniforms = activation_settings(activation)
     defines = {"LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "SPAN": span, "MULT": kernel.multiplier,
                "VEC_IN": kernel.multiplier == 1 and cin % 4 == 0, "VEC_OUT": cout % 4 == 0,
                "KH": kernel.kh, "KW": kernel.kw, "STRIDE_H": strides[0], "STRIDE_W": strides[1],
-               "DIL_H": dilation[0], "DIL_W": dilation[1], "ACT": activation.function}
+               "DIL_H": dilation[0], "DIL_W": dilation[1], **act_defines}
     uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": cout,
                 "cblocks": cblocks, "row_tiles": row_tiles, "pad_top": top, "pad_left": left,
-                "n_work": n_work, **{f"act_p{i}": float(v) for i, v in enumerate(activation.params)}}
+                "n_work": n_work, **act_uniforms}
     dispatch.run("depthwise_conv2d.comp", defines=defines,
                  buffers=[x, kernel.weights, kernel.bias, out], uniforms=uniforms,
                  groups=dispatch.groups_for(n_work, LOCAL_SIZE))

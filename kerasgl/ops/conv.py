@@ -182,6 +182,7 @@ def stage_input(x: Tensor):
 # (output-channel blocks x kernel taps / stride^2): below, the copy costs about what it saves
 # (1x1 28x28x512->128, reuse 4: 49 GFLOP/s without staging, 38 with; CPU-time based).
 STAGE_MIN_REUSE = 8
+SCALAR_PIX = 8
 
 
 @dataclass(frozen=True)
@@ -315,9 +316,13 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         return out
     n_pixels = n * oh * ow
     blocks = kernel.groups * kernel.blocks_pg
-    pix = choose_pix(n_pixels, blocks)
-    n_work = math.ceil(n_pixels / pix) * blocks
     cin_vec4 = kernel.cin_pg % 4 == 0 and cin % 4 == 0
+    pix = choose_pix(n_pixels, blocks)
+    if not cin_vec4:
+        # Scalar-input layers (mostly an RGB stem, once per model) get their own variant: a
+        # smaller tile halves its cold JIT compile at little cost to one layer.
+        pix = min(pix, SCALAR_PIX)
+    n_work = math.ceil(n_pixels / pix) * blocks
     reuse = blocks * kernel.kh * kernel.kw / (strides[0] * strides[1] * sh * sw)
     staged = None
     if cin_vec4 and reuse >= STAGE_MIN_REUSE and tuning.current().conv_input_image:

@@ -6,14 +6,12 @@ MobileNetV2 shapes, wall-clock and CPU-time based (steadier on a shared machine)
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 import kerasgl as kg
-from kerasgl import context
 from kerasgl.ops import conv
+from probe_matmul import timed  # same timing loop (scripts/ is on sys.path when run)
 
 # name: (input [n, h, w, cin], kernel size, cout (None: depthwise), stride)
 CASES = {
@@ -30,19 +28,6 @@ CASES = {
     "stem7x7": ((1, 230, 230, 3), 7, 64, 2),
     "depthwise": ((1, 112, 112, 32), 3, None, 1),
 }
-
-
-def timed(fn, repeats: int) -> tuple[float, float]:
-    fn().dispose()
-    walls, cpus = [], []
-    for _ in range(repeats):
-        c0, t0 = time.process_time(), time.perf_counter()
-        out = fn()
-        context.get_context().finish()
-        walls.append(time.perf_counter() - t0)
-        cpus.append((time.process_time() - c0) / 2)
-        out.dispose()
-    return statistics.median(walls), statistics.median(cpus)
 
 
 def reference(x, kernel, stride, pad, depthwise):

@@ -50,12 +50,6 @@ MAY_REFUSE = {
     "upsampling_other_interpolations": {"UpSampling2D"},
 }
 
-# Known failures, reported to their owners; strict xfail, so a fix turns the test red until the
-# fixture is moved to MUST_MATCH.
-KNOWN_BUGS = {
-}
-
-
 def fixture_names() -> list[str]:
     return sorted(os.path.basename(p)[:-len(".npz")] for p in glob.glob(os.path.join(DATA, "*.npz")))
 
@@ -94,11 +88,6 @@ def predict_and_compare(name: str, filename: str) -> None:
         np.testing.assert_allclose(a, e, atol=ATOL, rtol=RTOL, err_msg=f"{filename} output {i}")
 
 
-def with_known_bugs(cases):
-    return [pytest.param(*c, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[c[0]]))
-            if c[0] in KNOWN_BUGS else c for c in cases]
-
-
 def test_every_fixture_is_classified():
     names = set(fixture_names())
     assert names, "no fixtures in tests/data/keras2"
@@ -109,13 +98,13 @@ def test_every_fixture_is_classified():
 
 
 @pytest.mark.parametrize("name,filename",
-                         with_known_bugs([c for c in model_files() if c[0] in MUST_MATCH]))
+                         [c for c in model_files() if c[0] in MUST_MATCH])
 def test_matches_tf_keras(name, filename):
     predict_and_compare(name, filename)
 
 
 @pytest.mark.parametrize("name,filename",
-                         with_known_bugs([c for c in model_files() if c[0] in MAY_REFUSE]))
+                         [c for c in model_files() if c[0] in MAY_REFUSE])
 def test_matches_tf_keras_or_refuses_unsupported_layers(name, filename):
     try:
         predict_and_compare(name, filename)

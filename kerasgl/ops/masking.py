@@ -5,6 +5,7 @@ floats), any/all over the feature axis, and the masked mean over time of GlobalA
 """
 from __future__ import annotations
 
+from .. import ownership
 from ..errors import ShapeError
 from ..tensor import Tensor, empty, view
 from . import dispatch, elementwise, reduce
@@ -78,24 +79,9 @@ def masked_softmax(x: Tensor, mask: Tensor, axis=-1) -> Tensor:
         raise ShapeError(f"A masked softmax needs a mask that broadcasts to the inputs. Received "
                          f"inputs of shape {list(x.shape)} and a mask of shape {list(mask.shape)}.")
     # x * m + (m - 1) * 1e9: exactly x where kept, exactly -1e9 where masked (Keras's where()).
-    kept = elementwise.mul(x, mask)
-    try:
-        fill = elementwise.binary("sub", mask, 1.0)
-        try:
-            filled = elementwise.mul(fill, 1e9)
-        finally:
-            fill.dispose()
-        try:
-            logits = elementwise.add(kept, filled)
-        finally:
-            filled.dispose()
-    finally:
-        kept.dispose()
-    try:
-        probabilities = softmax.softmax(logits, axis)
-    finally:
-        logits.dispose()
-    try:
-        return elementwise.mul(probabilities, mask)
-    finally:
-        probabilities.dispose()
+    # The function form of tidy frees every temporary and hands the result to the caller's scope.
+    def compute():
+        filled = elementwise.mul(elementwise.binary("sub", mask, 1.0), 1e9)
+        logits = elementwise.add(elementwise.mul(x, mask), filled)
+        return elementwise.mul(softmax.softmax(logits, axis), mask)
+    return ownership.tidy(compute)

@@ -205,6 +205,13 @@ class _DriverGL:
         self._glGetTextureLevelParameteriv = fn(
             "glGetTextureLevelParameteriv", None, u32, i32, u32, ctypes.POINTER(i32))
         self.glFinish = fn("glFinish", None)
+        # Texture-buffer views (buffer_views.py): GL 3.1 / 4.2 entry points, so GL 4.3 suffices.
+        self.glGenTextures = fn("glGenTextures", None, i32, ctypes.POINTER(u32))
+        self.glDeleteTextures = fn("glDeleteTextures", None, i32, ctypes.POINTER(u32))
+        self.glBindTexture = fn("glBindTexture", None, u32, u32)
+        self.glTexBuffer = fn("glTexBuffer", None, u32, u32, u32)
+        self.glBindImageTexture = fn("glBindImageTexture", None, u32, u32, i32, ctypes.c_ubyte, i32,
+                                     u32, u32)
 
     def get_integer(self, pname: int) -> int:
         out = ctypes.c_int(0)
@@ -226,10 +233,12 @@ class _DriverGL:
         self._glGetNamedBufferParameteriv(glo, 0x8764, ctypes.byref(out))
         return out.value
 
-    def texture_extent(self, glo: int) -> tuple[int, int, int]:
-        """(width, height, internal format) of level 0 of a live texture."""
+    def texture_extent(self, glo: int) -> tuple[int, int, int, int]:
+        """(width, height, internal format, data-store buffer) of level 0 of a live texture; the
+        buffer is 0 except for a texture-buffer view, whose memory is that buffer's."""
         values = []
-        for pname in (0x1000, 0x1001, 0x1003):  # WIDTH, HEIGHT, INTERNAL_FORMAT
+        # WIDTH, HEIGHT, INTERNAL_FORMAT, TEXTURE_BUFFER_DATA_STORE_BINDING
+        for pname in (0x1000, 0x1001, 0x1003, 0x8C2D):
             out = ctypes.c_int(0)
             self._glGetTextureLevelParameteriv(glo, 0, pname, ctypes.byref(out))
             values.append(out.value)

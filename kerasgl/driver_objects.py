@@ -32,7 +32,9 @@ class DriverObjects:
 
 
 def _texture_bytes(gl, glo: int) -> int:
-    width, height, internal_format = gl.texture_extent(glo)
+    width, height, internal_format, data_store = gl.texture_extent(glo)
+    if data_store:
+        return 0              # a view of a buffer (buffer_views.py): its bytes are the buffer's
     return width * height * _BYTES_PER_TEXEL.get(internal_format, 4)
 
 

@@ -30,11 +30,12 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # ---------------------------------------------------------------------------------------------
 class GLObject:
     """One GL object (buffer, texture or program) with exactly one owner."""
-    __slots__ = ("kind", "handle", "glo", "nbytes", "label", "__weakref__")
+    __slots__ = ("kind", "handle", "glo", "nbytes", "label", "views", "__weakref__")
 
     def __init__(self, kind: str, handle, nbytes: int, label: str = ""):
         self.kind, self.handle, self.glo = kind, handle, int(handle.glo)
         self.nbytes, self.label = int(nbytes), label
+        self.views: GLObject | None = None   # a buffer's texture view (buffer_views.py)
         _registry[id(self)] = self
         _names_seen[kind] = max(_names_seen[kind], self.glo)
 
@@ -42,18 +43,23 @@ class GLObject:
     def alive(self) -> bool:
         return self.handle is not None
 
-    def release(self) -> None:
-        """Delete the GL object now. Releasing twice is harmless."""
+    def release(self, report: bool = True) -> None:
+        """Delete the GL object now. Releasing twice is harmless. `report`: tell an active plan
+        recorder (not for a buffer's view, which goes with its buffer and is not the recorder's)."""
         if self.handle is None:
             return
         context.get_context()  # the GL call must come from the context's thread
+        if self.views is not None:
+            # First: GL would keep the buffer's memory alive while a texture refers to it.
+            self.views.release(report=False)
+            self.views = None
         if self.kind == "program":
             # GL only flags the program in use for deletion; unbinding it makes the delete real.
             context.driver().glUseProgram(0)
         self.handle.release()
         self.handle = None
         _registry.pop(id(self), None)
-        if _recorders:
+        if _recorders and report:
             _recorders[-1].released(self)
 
 

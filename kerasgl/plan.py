@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import context, memory_plan, ownership, shaders
+from . import buffer_views, context, memory_plan, ownership, shaders
 from .tensor import DTYPES, Tensor, empty
 
 PLANS_ENV = "KERASGL_PLANS"          # "0" turns plans off for the process (eager predict always)
@@ -149,7 +149,8 @@ class Recorder:
         if not self.paused:
             self.hard.append(f"layer '{_layer_in_stack()}' reads data back to the CPU during the call")
 
-    def dispatch(self, name, defines, program, buffers, handles, images, settings, groups) -> None:
+    def dispatch(self, name, defines, program, buffers, handles, images, settings, groups,
+                 views=()) -> None:
         if self.paused:
             return
         written = written_bindings(name, defines)
@@ -171,10 +172,17 @@ class Recorder:
                 self._mark_written(seen)
             image_steps.append((unit, seen.token, bool(read), bool(write), fmt))
             used.append(seen)
+        view_steps = []
+        for unit, tensor in views:             # read-only views of buffers (buffer_views.py)
+            seen = self._lookup(tensor._storage.gl, None)
+            if seen is None:
+                return
+            view_steps.append((unit, seen.token))
+            used.append(seen)
         key = (name, tuple(sorted((defines or {}).items())))
         program_object = shaders._cache.get(key)
         step = ("dispatch", key, program_object, program, tuple(tokens), tuple(image_steps),
-                tuple(settings), tuple(groups))
+                tuple(settings), tuple(groups), tuple(view_steps))
         self._use_many(step, used)
 
     def copy(self, dst, src, size, read_offset, write_offset) -> None:
@@ -241,9 +249,9 @@ class Recorder:
         steps = []
         for step in self.steps:
             if step[0] == "dispatch":
-                _, key, _, _, tokens, images, settings, groups = step
+                _, key, _, _, tokens, images, settings, groups, views = step
                 steps.append((key, tokens, images,
-                              tuple((id(m), _comparable(v)) for m, v in settings), groups))
+                              tuple((id(m), _comparable(v)) for m, v in settings), groups, views))
             else:
                 steps.append(step)
         return (tuple(steps), tuple(self.outputs))
@@ -291,6 +299,7 @@ class Plan:
     def __init__(self, recording: Recorder, label: str):
         self.label = label
         self._objects: list[ownership.GLObject] = []
+        self._views: dict = {}               # id(shared buffer) -> its texture view
         try:
             self._build(recording)
         except BaseException:
@@ -341,14 +350,17 @@ class Plan:
         constant_tokens = {seen.token for seen in constants}
 
         steps, programs, dispatches = [], {}, 0
+        self.step_names: list[str] = []            # shader and defines per step, for profiling
         for step in rec.steps:
+            self.step_names.append(_step_name(step))
             if step[0] == "dispatch":
-                _, key, program_object, program, tokens, images, settings, groups = step
+                _, key, program_object, program, tokens, images, settings, groups, views = step
                 if program_object is not None:
                     programs[id(program_object)] = program_object
                 binds = tuple((b, handles[t]) for b, t in enumerate(tokens))
                 image_binds = tuple((unit, handles[t], r, w, fmt) for unit, t, r, w, fmt in images)
-                steps.append((0, program.run, binds, image_binds, settings, groups))
+                view_binds = tuple((unit, self._view(t, handles[t], by_token)) for unit, t in views)
+                steps.append((0, program.run, binds, image_binds, view_binds, settings, groups))
                 dispatches += 1
             elif step[0] == "copy":
                 _, dst, src, size, read_offset, write_offset = step
@@ -360,6 +372,17 @@ class Plan:
         self.programs = list(programs.values())
         self.inputs = [(handles.get(token), by_token[token].nbytes) for token in rec.input_tokens]
         self.outputs = [(handles[token], shape, dtype) for token, shape, dtype in rec.outputs]
+
+    def _view(self, token, handle, by_token):
+        """The texture view of the buffer a token lives in: a weight's own (it goes with the
+        weight), else one per shared buffer of the plan, owned by the plan."""
+        if token[0] == "w":
+            return buffer_views.view_of(by_token[token].gl)
+        view = self._views.get(id(handle))
+        if view is None:
+            view = self._views[id(handle)] = buffer_views.view_of_handle(
+                handle, self._objects, f"{self.label} view")
+        return view
 
     def _own(self, kind, handle, nbytes):
         self._objects.append(ownership.GLObject(kind, handle, nbytes, self.label))
@@ -383,13 +406,15 @@ class Plan:
         for step in self.steps:
             kind = step[0]
             if kind == 0:
-                _, run, binds, images, settings, groups = step
+                _, run, binds, images, views, settings, groups = step
                 for binding, handle in binds:
                     if bound.get(binding) is not handle:
                         handle.bind_to_storage_buffer(binding)
                         bound[binding] = handle
                 for unit, texture, read, write, fmt in images:
                     texture.bind_to_image(unit, read=read, write=write, format=fmt)
+                for unit, view in views:
+                    view.bind(unit)
                 for member, value in settings:
                     member.value = value
                 run(*groups)
@@ -433,7 +458,8 @@ class Plan:
         return results
 
     def release(self) -> None:
-        for obj in self._objects:
+        # Newest first: a buffer's views were made after it and must go before it.
+        for obj in reversed(self._objects):
             obj.release()
         self._objects.clear()
 
@@ -578,6 +604,13 @@ class ModelPlans:
         self._entries.clear()
 
     dispose = clear
+
+
+def _step_name(step) -> str:
+    if step[0] == "dispatch":
+        name, defines = step[1]
+        return name + "".join(f" {k}={v}" for k, v in defines)
+    return step[0]
 
 
 def _dtype_name(value) -> str:

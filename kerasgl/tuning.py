@@ -13,10 +13,13 @@ Choices come from three places, later ones winning:
 3. the environment variable KERASGL_TUNING, e.g. `conv_weights_image=0,conv_input_image=0`
    (what the tests use to run every variant).
 
-Why images on llvmpipe: Mesa's llvmpipe loads a shader storage buffer lane by lane and component
-by component, with a bounds check and a branch each, while an image load of an RGBA32F texel is
-one gather per lane. Measured on a 2-core AVX2 machine (conv 1x1 as a 1024^3 GEMM, CPU-time based
-GFLOP/s): weights and input from buffers 35, weights from an image 51, both from images 71.
+Why image loads on llvmpipe: Mesa's llvmpipe loads a shader storage buffer lane by lane and
+component by component, with a bounds check and a branch each, while an image load of an RGBA32F
+texel is one gather per lane. Kernels read through texture-buffer views of the same buffers
+(kerasgl/buffer_views.py: no copy). Measured on a 2-core AVX2 machine, CPU-time based GFLOP/s,
+conv 1x1 as a 1024^3 GEMM when the views were images filled by a copy: weights and input from
+buffers 35, weights from an image 51, both from images 71; matmul.comp at 1024^3, wall clock:
+16.6 from buffers, 36.5 through views.
 """
 from __future__ import annotations
 
@@ -33,16 +36,19 @@ CACHE_FILE = "tuning.json"
 @dataclass(frozen=True)
 class Tuning:
     """The kernel variants to use on one device."""
-    conv_weights_image: bool = False   # Conv2D weights packed in an RGBA32F image (else a buffer)
-    conv_input_image: bool = False     # the input staged into an RGBA32F image before the conv
-    matmul_as_conv: bool = False       # large GEMMs run on the convolution kernel (B packed)
+    conv_weights_image: bool = False   # Conv2D weights read through an image view (else as an SSBO)
+    conv_input_image: bool = False     # the convolution's input read through an image view
+    matmul_views: bool = False         # matmul.comp reads A and B through image views
+    pool_views: bool = False           # pooling reads its input through an image view
+    matmul_as_conv: bool = False       # large GEMMs run on the convolution kernel
     conv_pix: int = 16                 # most output pixels per convolution invocation
     conv_cout_vec: int = 8             # most vec4s of output channels per invocation
 
 
 # Renderer substring (lower case) -> settings. First match wins.
 _DEFAULTS = (
-    ("llvmpipe", Tuning(conv_weights_image=True, conv_input_image=True, matmul_as_conv=True)),
+    ("llvmpipe", Tuning(conv_weights_image=True, conv_input_image=True, matmul_views=True,
+                        pool_views=True, matmul_as_conv=True)),
 )
 
 _current: Tuning | None = None

@@ -251,7 +251,7 @@ def bench_conv(quick: bool, repeats: int, budget_s: float, with_xla: bool) -> li
                 op = lambda: convops.depthwise_conv2d(gx, packed, padding=((1, 1), (1, 1)))  # noqa: E731
             else:
                 # As layers pack them: in an RGBA32F image where the device tuning prefers one.
-                packed = convops.pack_conv(kernel, None, 1, kg.tensor, upload_image=convops.rgba_image)
+                packed = convops.pack_conv(kernel, None, 1, kg.tensor)
                 op = lambda: convops.conv2d(gx, packed, padding=((1, 1), (1, 1)))  # noqa: E731
             gl = measure(op, repeats, budget_s, sync=gl_finish)
             result = op().numpy()

@@ -111,12 +111,12 @@ def main(argv=None) -> int:
         for shader, secs in sorted(by_file.items(), key=lambda kv: -sum(kv[1])):
             print(f"  {shader:28s} {len(secs):3d} programs {sum(secs):6.2f} s")
         for seconds, shader, defines in sorted(compiles, key=lambda c: -c[0])[:args.top]:
-            keep = {k: v for k, v in defines.items() if k not in ("IMAGE_WIDTH_LOG2", "LOCAL_SIZE")}
+            keep = {k: v for k, v in defines.items() if k != "LOCAL_SIZE"}
             print(f"    {seconds:5.2f} s {shader} {keep}")
         print("  slowest first dispatches (JIT) - seconds, calls, variant:")
         for seconds, key, calls in jit[:args.top]:
             shader, defines = json.loads(key)
-            keep = {k: v for k, v in defines if k not in ("IMAGE_WIDTH_LOG2", "LOCAL_SIZE")}
+            keep = {k: v for k, v in defines if k != "LOCAL_SIZE"}
             print(f"    {seconds:5.2f} s x{calls:<3d} {shader} {keep}")
     return 0
 

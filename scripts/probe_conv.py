@@ -80,7 +80,7 @@ def run_case(name, x, kernel, stride, pad, depthwise, flops, repeats, tile):
                 packed = conv.pack_depthwise(kernel, None, kg.tensor)
                 op = lambda: conv.depthwise_conv2d(gx, packed, (stride, stride), padding=((pad, pad), (pad, pad)))  # noqa: E731
             else:
-                packed = conv.pack_conv(kernel, None, 1, kg.tensor, upload_image=conv.rgba_image)
+                packed = conv.pack_conv(kernel, None, 1, kg.tensor)
                 op = lambda: conv.conv2d(gx, packed, (stride, stride), padding=((pad, pad), (pad, pad)))  # noqa: E731
             wall, cpu = timed(op, repeats)
             out = op()

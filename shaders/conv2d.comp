@@ -10,7 +10,10 @@
 //
 // Weights are packed once at load (kerasgl/ops/conv.py pack_conv) as
 //   [group][cout block][kh][kw][cin of group][COUT_VEC] vec4, each vec4 = 4 consecutive couts,
-// zero-filled past the group's last output channel.
+// zero-filled past the group's last output channel. They are addressed through two strides (in
+// vec4s), so that a plain row-major [K][N] matrix is a 1x1 kernel too (a matmul run here reads
+// its B without packing it): w_block between output-channel blocks, w_row between consecutive
+// input channels (COUT_VEC when packed, N/4 for a matrix); the taps follow each other.
 // INPUT_DIL_H / INPUT_DIL_W > 1 turn this into a transposed convolution: the input is seen with
 // INPUT_DIL - 1 zeros between its samples along that axis (only the real samples are read).
 #include "common.glsl"
@@ -24,23 +27,22 @@ float act_clamp(float v) { return min(max(v, act_lo), act_hi); }
 #endif
 layout(local_size_x = LOCAL_SIZE) in;
 
-// W_IMAGE / X_IMAGE (chosen per device by kerasgl/tuning.py): the weights / the input are read
-// from RGBA32F images of 2^IMAGE_WIDTH_LOG2 texels a row, texel i holding vec4 i of the buffer
-// layout. Same values, same order of sums; on llvmpipe an image load is one gather per lane where
-// a storage-buffer load is a bounds-checked loop over lanes and components (about 2x faster).
-#define IMAGE_TEXEL(i) ivec2((i) & ((1 << IMAGE_WIDTH_LOG2) - 1), (i) >> IMAGE_WIDTH_LOG2)
-#if X_IMAGE
-layout(rgba32f, binding = 0) readonly uniform image2D x_image;
-#define LOAD_X4(i) imageLoad(x_image, IMAGE_TEXEL(i))
+// X_VIEW / W_VIEW (chosen per device by kerasgl/tuning.py): the input / the weights are read
+// through rgba32f imageBuffer views of their buffers (kerasgl/buffer_views.py), texel i = vec4 i.
+// Same memory, same values, same order of sums; on llvmpipe an image load is one gather per lane
+// where a storage-buffer load is a bounds-checked loop over lanes and components (about 2x faster).
+#if X_VIEW
+layout(rgba32f, binding = 0) readonly uniform imageBuffer x_view;
+#define LOAD_X4(i) imageLoad(x_view, i)
 #elif CIN_VEC4
 layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
 #define LOAD_X4(i) x4[i]
 #else
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 #endif
-#if W_IMAGE
-layout(rgba32f, binding = 1) readonly uniform image2D w_image;
-#define LOAD_W(i) imageLoad(w_image, IMAGE_TEXEL(i))
+#if W_VIEW
+layout(rgba32f, binding = 1) readonly uniform imageBuffer w_view;
+#define LOAD_W(i) imageLoad(w_view, i)
 #else
 layout(std430, binding = 1) readonly buffer W { vec4 w[]; };
 #define LOAD_W(i) w[i]
@@ -73,6 +75,8 @@ uniform int stride_w;
 uniform int dil_h;
 uniform int dil_w;
 uniform int pad_left;
+uniform int w_block;    // vec4s between the weights of consecutive output-channel blocks
+uniform int w_row;      // vec4s between the weights of consecutive input channels
 uniform uint n_pixels;  // batch * out_h * out_w
 uniform uint n_blocks;  // groups * blocks_pg
 uniform uint n_work;    // ceil(n_pixels / PIX) * n_blocks
@@ -109,7 +113,7 @@ void main() {
         for (int p = 0; p < PIX; ++p) acc[p][v] = b;
     }
 
-    int wi = block * kernel_h * kernel_w * cin_pg * COUT_VEC;
+    int wi = block * w_block;
     for (int kh = 0; kh < kernel_h; ++kh) {
         for (int kw = 0; kw < kernel_w; ++kw) {
             int base[PIX];
@@ -136,11 +140,11 @@ void main() {
                     xv[p] = ok[p] ? value : vec4(0.0);
                 }
                 for (int v = 0; v < COUT_VEC; ++v) {
-                    mat4 m = mat4(LOAD_W(wi + v), LOAD_W(wi + COUT_VEC + v),
-                                  LOAD_W(wi + 2 * COUT_VEC + v), LOAD_W(wi + 3 * COUT_VEC + v));
+                    mat4 m = mat4(LOAD_W(wi + v), LOAD_W(wi + w_row + v),
+                                  LOAD_W(wi + 2 * w_row + v), LOAD_W(wi + 3 * w_row + v));
                     for (int p = 0; p < PIX; ++p) acc[p][v] += m * xv[p];
                 }
-                wi += 4 * COUT_VEC;
+                wi += 4 * w_row;
             }
 #else
             for (int c = 0; c < cin_pg; ++c) {
@@ -153,7 +157,7 @@ void main() {
                     vec4 wv = LOAD_W(wi + v);
                     for (int p = 0; p < PIX; ++p) acc[p][v] += wv * xs[p];
                 }
-                wi += COUT_VEC;
+                wi += w_row;
             }
 #endif
         }

@@ -4,12 +4,7 @@
 #include "common.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
 
-#if VEC == 4
-#define T vec4
-#else
-#define T float
-#endif
-layout(std430, binding = 0) readonly buffer X { T x[]; };
+#include "per_cell_input.glsl"
 layout(std430, binding = 1) writeonly buffer Y { T y[]; };
 
 uniform int positions;
@@ -24,10 +19,10 @@ void main() {
     int at = b * positions * channels + c;
 #if IS_MAX
     T acc = T(uintBitsToFloat(0xff800000u));  // -inf, where Keras starts a max
-    for (int i = 0; i < positions; ++i) acc = max(acc, x[at + i * channels]);
+    for (int i = 0; i < positions; ++i) acc = max(acc, LOAD_X(at + i * channels));
 #else
     T acc = T(0.0);
-    for (int i = 0; i < positions; ++i) acc += x[at + i * channels];
+    for (int i = 0; i < positions; ++i) acc += LOAD_X(at + i * channels);
     acc /= float(positions);
 #endif
     y[index] = acc;

@@ -13,6 +13,9 @@
 //   NV          vec4 column groups per invocation (4*NV columns)
 //   A_VEC4      A is contiguous along k (a_cs == 1), K % 4 == 0, all offsets multiples of 4
 //   B_VEC4      B is contiguous along n (b_cs == 1), N % 4 == 0, all offsets multiples of 4
+//   A_VIEW      (with A_VEC4) A read through an rgba32f imageBuffer view of its buffer
+//   B_VIEW      (with B_VEC4) likewise B: same values, but llvmpipe gathers image loads where it
+//               loops over lanes for storage-buffer loads (kerasgl/buffer_views.py)
 //   C_VEC4      N % 4 == 0: C rows are written as vec4
 //   HAS_BIAS    add bias[n] (BIAS_VEC4 when N % 4 == 0)
 //   ACT         pointwise activation from activations.glsl, applied last
@@ -23,13 +26,21 @@
 
 layout(local_size_x = LX, local_size_y = LY) in;
 
-#if A_VEC4
+#if A_VIEW
+layout(rgba32f, binding = 0) readonly uniform imageBuffer a_view;
+#define A4(i) imageLoad(a_view, i)
+#elif A_VEC4
 layout(std430, binding = 0) readonly buffer A { vec4 a4[]; };
+#define A4(i) a4[i]
 #else
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 #endif
-#if B_VEC4
+#if B_VIEW
+layout(rgba32f, binding = 1) readonly uniform imageBuffer b_view;
+#define B4(i) imageLoad(b_view, i)
+#elif B_VEC4
 layout(std430, binding = 1) readonly buffer B { vec4 b4[]; };
+#define B4(i) b4[i]
 #else
 layout(std430, binding = 1) readonly buffer B { float b[]; };
 #endif
@@ -63,7 +74,7 @@ uniform int b_batch_strides[MAX_BATCH_RANK];
 vec4 load_a_row(int base, int m, int k) {
     // A[m, k..k+3]
 #if A_VEC4
-    return a4[(base + m * a_rs + k) >> 2];
+    return A4((base + m * a_rs + k) >> 2);
 #else
     int i = base + m * a_rs + k * a_cs;
     return vec4(a[i], a[i + a_cs], a[i + 2 * a_cs], a[i + 3 * a_cs]);
@@ -73,7 +84,7 @@ vec4 load_a_row(int base, int m, int k) {
 float load_a(int base, int m, int k) {
 #if A_VEC4
     int i = base + m * a_rs + k;
-    return a4[i >> 2][i & 3];
+    return A4(i >> 2)[i & 3];
 #else
     return a[base + m * a_rs + k * a_cs];
 #endif
@@ -82,7 +93,7 @@ float load_a(int base, int m, int k) {
 vec4 load_b_row(int base, int k, int n) {
     // B[k, n..n+3]; columns past N read as 0 (only possible without B_VEC4).
 #if B_VEC4
-    return b4[(base + k * b_rs + n) >> 2];
+    return B4((base + k * b_rs + n) >> 2);
 #else
     int i = base + k * b_rs + n * b_cs;
     vec4 v = vec4(0.0);

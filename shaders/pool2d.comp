@@ -5,12 +5,7 @@
 #include "common.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
 
-#if VEC == 4
-#define T vec4
-#else
-#define T float
-#endif
-layout(std430, binding = 0) readonly buffer X { T x[]; };
+#include "per_cell_input.glsl"
 layout(std430, binding = 1) writeonly buffer Y { T y[]; };
 
 uniform int in_h;
@@ -48,9 +43,9 @@ void main() {
         int row = ((b * in_h + iy) * in_w) * channels + c;
         for (int ix = x0; ix < x1; ++ix) {
 #if IS_MAX
-            acc = max(acc, x[row + ix * channels]);
+            acc = max(acc, LOAD_X(row + ix * channels));
 #else
-            acc += x[row + ix * channels];
+            acc += LOAD_X(row + ix * channels);
 #endif
         }
     }

@@ -29,7 +29,7 @@ def test_registry_and_driver_agree_on_every_object_and_byte():
         gl = context.driver()
         for t in buffers:
             assert gl.buffer_size(t.gl_name) == t.nbytes
-        width, height, fmt = gl.texture_extent(textures[1].gl_name)
+        width, height, fmt, _ = gl.texture_extent(textures[1].gl_name)
         assert (width, height, fmt) == (16384, 2, 0x822E)   # R32F, row by row
         names = [(t._storage.gl.kind, t.gl_name) for t in buffers + textures]
     assert not any(is_live(kind, glo) for kind, glo in names)

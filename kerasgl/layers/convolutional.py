@@ -69,13 +69,6 @@ class _ConvBase(AffineFoldable, SpatialLayer):
                      for size, k, s, d in zip(self.input_spatial(spatial), self.kernel_size,
                                               self.strides, self.dilation))
 
-    def upload_image(self, array):
-        """A packed kernel in an RGBA32F image (conv.rgba_image), owned by this layer as upload()'s
-        buffers are: exempt from tidy scopes, freed by dispose()."""
-        weight = ownership.keep(conv.rgba_image(array))
-        self._gpu_weights.append(weight)
-        return weight
-
     # -- graph fusions ------------------------------------------------------------------------
     out_channels = 0          # set by subclasses
     _extra_padding = None     # ((top, bottom), (left, right)) of an absorbed ZeroPadding (2D)
@@ -161,8 +154,7 @@ class _Conv(_ConvBase):
         self.compute_output_shape(input_shape)
         kernel, bias = self.folded(self.weights_np[0], self.weights_np[1] if self.use_bias else None,
                                    lambda k, scale: k * scale)
-        self.kernel = conv.pack_conv(kernel, bias, self.groups, self.upload,
-                                     upload_image=self.upload_image)
+        self.kernel = conv.pack_conv(kernel, bias, self.groups, self.upload)
         self.built = True
 
     def channels_last_call(self, x):
@@ -251,7 +243,7 @@ class _Separable(_ConvBase):
         self.depthwise = conv.pack_depthwise(self.weights_np[0], None, self.upload)
         kernel, bias = self.folded(self.weights_np[1], self.weights_np[2] if self.use_bias else None,
                                    lambda k, scale: k * scale)
-        self.pointwise = conv.pack_conv(kernel, bias, 1, self.upload, upload_image=self.upload_image)
+        self.pointwise = conv.pack_conv(kernel, bias, 1, self.upload)
         self.built = True
 
     def channels_last_call(self, x):
@@ -315,8 +307,7 @@ class _ConvTranspose(_ConvBase):
         strides = self.strides if self.spatial_rank == 2 else (1,) + self.strides
         kernel, bias = self.folded(self.weights_np[0], self.weights_np[1] if self.use_bias else None,
                                    lambda k, scale: k * scale[:, None])
-        self.kernel = conv.pack_conv_transpose(kernel, bias, strides, self.upload,
-                                               upload_image=self.upload_image)
+        self.kernel = conv.pack_conv_transpose(kernel, bias, strides, self.upload)
         self.built = True
 
     def channels_last_call(self, x):

@@ -3,6 +3,7 @@ share: the input check, and one dispatch with an invocation per output cell, or 
 it when the channels divide by 4 (vec4 loads and stores are much faster on llvmpipe)."""
 from __future__ import annotations
 
+from .. import buffer_views, tuning
 from ..errors import ShapeError
 from ..tensor import Tensor, empty
 from . import dispatch
@@ -18,16 +19,21 @@ def check_input(x: Tensor, rank: int, what: str) -> None:
                          f"Received shape {list(x.shape)}.")
 
 
-def run_per_cell(shader: str, x: Tensor, out_shape, defines: dict, uniforms: dict) -> Tensor:
+def run_per_cell(shader: str, x: Tensor, out_shape, defines: dict, uniforms: dict,
+                 input_view: bool = False) -> Tensor:
     """A new tensor of out_shape (same channels as x, last) filled by `shader` from x. The shader
     gets the define VEC (4 or 1) and the uniforms `channels` (in VEC units) and `n` (invocations)
-    besides the given ones."""
+    besides the given ones. input_view: the shader includes per_cell_input.glsl, which may then
+    read x through an image view where the device's tuning prefers it."""
     out = empty(out_shape)
     if out.size:
         channels = x.shape[-1]
         vec = 4 if channels % 4 == 0 else 1
         n = out.size // vec
-        dispatch.run(shader, defines={"VEC": vec, **defines}, buffers=[x, out],
+        x_view = (input_view and vec == 4 and tuning.current().pool_views
+                  and buffer_views.fits(x.nbytes))
+        dispatch.run(shader, defines={"VEC": vec, "X_VIEW": x_view, **defines}, buffers=[x, out],
+                     views=[(0, x)] if x_view else [],
                      uniforms={**uniforms, "channels": channels // vec, "n": n},
                      groups=dispatch.groups_for(n))
     return out

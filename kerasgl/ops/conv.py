@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from .. import context, ownership, tuning
+from .. import buffer_views, tuning
 from ..errors import ShapeError
 from ..tensor import Tensor, empty
 from . import dispatch
@@ -22,8 +22,6 @@ from .storage_ops import any_storage
 LOCAL_SIZE = 16             # lanes per work group: llvmpipe hands whole groups to its threads, so
                             # more, smaller groups balance better (ResNet50 planned predict,
                             # 4 interleaved pairs: best run 229-236 ms vs 244-248 with 32)
-IMAGE_WIDTH_LOG2 = 12          # texels per row of the RGBA32F images kernels read (4096)
-GL_RGBA32F = 0x8814
 
 
 @dataclass(frozen=True)
@@ -108,88 +106,13 @@ def conv_transpose_padding(size: int, kernel: int, stride: int, dilation: int, p
 # -------------------------------------------------------------------------------------------------
 # Packed kernels
 # -------------------------------------------------------------------------------------------------
-def image_rows(n_vec4: int) -> int | None:
-    """Rows of the RGBA32F image holding n vec4s, None where it would not fit this GPU."""
-    rows = max(1, math.ceil(n_vec4 / (1 << IMAGE_WIDTH_LOG2)))
-    limit = context.limits().max_texture_size
-    return rows if rows <= limit and (1 << IMAGE_WIDTH_LOG2) <= limit else None
-
-
-def rgba_image(values: np.ndarray) -> Tensor:
-    """A tensor of shape [rows, 4096, 4] in an RGBA32F texture holding `values` (float32, a
-    multiple of 4 long) as vec4 texels, row by row, zero-filled at the end; kernels read it with
-    imageLoad. Made here (not by tensor.empty, whose textures hold one float per texel) and
-    registered with ownership like every GL object, so it is freed and counted the same way.
-    Only for weights packed at load: plans recreate intermediate textures with one channel."""
-    flat = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
-    width = 1 << IMAGE_WIDTH_LOG2
-    rows = image_rows(flat.size // 4)
-    data = np.zeros(rows * width * 4, np.float32)
-    data[:flat.size] = flat
-    handle = context.get_context().texture((width, rows), 4, data=data.tobytes(), dtype="f4")
-    handle.filter = (0x2600, 0x2600)    # GL_NEAREST
-    gl = ownership.GLObject("texture", handle, data.nbytes, "conv weights image")
-    return Tensor(ownership.Storage(gl), (rows, width, 4), "float32")
-
-
-# Staging images for convolution inputs, shared by every convolution of the context: (context id,
-# rows) -> GLObject. Dispatches run in order with a barrier after each, so one image can serve
-# every convolution in turn. Rows are powers of two (few sizes); the images live as long as the
-# context (like compiled programs), so execution plans that bind them stay valid.
-_staging: dict[tuple[int, str, int], ownership.GLObject] = {}
-
-
-def staging_image(n_vec4: int, purpose: str = "input"):
-    """An RGBA32F image (moderngl texture) with room for n vec4s, None where none would fit;
-    one per purpose (an input and the weights matmul packs per call are used together)."""
-    rows = image_rows(n_vec4)
-    if rows is None:
-        return None
-    rows = 1 << (rows - 1).bit_length()
-    if rows > context.limits().max_texture_size:
-        return None
-    ctx = context.get_context()
-    key = (id(ctx), purpose, rows)
-    gl = _staging.get(key)
-    if gl is None or not gl.alive:
-        handle = ctx.texture((1 << IMAGE_WIDTH_LOG2, rows), 4, dtype="f4")
-        handle.filter = (0x2600, 0x2600)    # GL_NEAREST
-        gl = _staging[key] = ownership.GLObject("texture", handle,
-                                                (1 << IMAGE_WIDTH_LOG2) * rows * 16,
-                                                f"conv {purpose} staging image")
-    return gl.handle
-
-
-def stage_input(x: Tensor):
-    """x (a buffer of vec4s) copied into a shared staging image; the image's moderngl texture.
-    None while an execution plan records the call: plan.py refuses a call that writes a GL object
-    made before it (it takes that for state kept on the GPU), and it recreates textures made
-    during it with one channel; planned predicts read the input from its buffer (same values,
-    same sums: the results are bit-identical either way)."""
-    if ownership.active_recorder() is not None:
-        return None
-    image = staging_image(x.size // 4)
-    if image is None:
-        return None
-    n_vec4 = x.size // 4
-    dispatch.run("conv2d_stage_input.comp", defines={"IMAGE_WIDTH_LOG2": IMAGE_WIDTH_LOG2},
-                 buffers=[x], images=[(0, image, False, True, GL_RGBA32F)],
-                 uniforms={"n_vec4": n_vec4}, groups=dispatch.groups_for(n_vec4))
-    return image
-
-
-# Stage the input only where the convolution reads each input value at least this many times
-# (output-channel blocks x kernel taps / stride^2): below, the copy costs about what it saves
-# (1x1 28x28x512->128, reuse 4: 49 GFLOP/s without staging, 38 with; CPU-time based).
-STAGE_MIN_REUSE = 8
 SCALAR_PIX = 8
 
 
 @dataclass(frozen=True)
 class ConvKernel:
     """A convolution kernel packed for shaders/conv2d.comp, with its bias, on the GPU."""
-    weights: Tensor          # [groups][blocks][kh][kw][cin_pg][cout_vec] vec4 (a buffer, or an
-                             # RGBA32F image of vec4 texels when weights_image)
+    weights: Tensor          # [groups][blocks][kh][kw][cin_pg][cout_vec] vec4
     bias: Tensor             # [groups][blocks][cout_vec] vec4
     kh: int
     kw: int
@@ -198,9 +121,9 @@ class ConvKernel:
     groups: int
     cout_vec: int
     input_dilation: tuple = (1, 1)  # > 1: a transposed convolution with these strides
-    weights_image: bool = False
-    texture: object = None   # a moderngl texture holding the weights instead of `weights`
-                             # (matmul packs B per call into a staging image)
+    row_stride: int | None = None   # vec4s between input channels' weights; None: packed (cout_vec)
+                                    # (matmul passes its B unpacked: a [K][N] matrix, N / 4)
+    block_stride: int | None = None  # vec4s between output-channel blocks; None: packed
 
     @property
     def cout_pg(self) -> int:
@@ -227,11 +150,9 @@ def choose_cout_vec(cout_pg: int) -> int:
 
 
 def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: Callable,
-              input_dilation: tuple = (1, 1), upload_image: Callable | None = None) -> ConvKernel:
+              input_dilation: tuple = (1, 1)) -> ConvKernel:
     """Pack a Keras Conv2D kernel [kh, kw, cin_pg, cout] (Conv1D: [k, cin_pg, cout]) and bias.
-    `upload(array) -> Tensor` puts an array on the GPU (a layer's `upload`, which owns it);
-    `upload_image(array) -> Tensor`, where given, puts it in an RGBA32F image instead (see
-    rgba_image), used where the device's tuning prefers image loads (kerasgl/tuning.py)."""
+    `upload(array) -> Tensor` puts an array on the GPU (a layer's `upload`, which owns it)."""
     kernel = np.asarray(kernel, dtype=np.float32)
     if kernel.ndim == 3:
         kernel = kernel[None]
@@ -251,23 +172,19 @@ def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: 
     if bias is not None:
         b[:, :cout_pg] = np.asarray(bias, np.float32).reshape(groups, cout_pg)
     w = np.ascontiguousarray(w).reshape(-1)
-    as_image = (upload_image is not None and tuning.current().conv_weights_image
-                and image_rows(w.size // 4) is not None)
-    weights = upload_image(w) if as_image else upload(w)
-    return ConvKernel(weights, upload(b.reshape(-1)), kh, kw, cin_pg, cout, groups, cout_vec,
-                      tuple(input_dilation), as_image)
+    return ConvKernel(upload(w), upload(b.reshape(-1)), kh, kw, cin_pg, cout, groups, cout_vec,
+                      tuple(input_dilation))
 
 
 def pack_conv_transpose(kernel: np.ndarray, bias: np.ndarray | None, stride_hw: tuple[int, int],
-                        upload: Callable, upload_image: Callable | None = None) -> ConvKernel:
+                        upload: Callable) -> ConvKernel:
     """Pack a Keras Conv2DTranspose kernel [kh, kw, cout, cin] as the equivalent convolution's:
     flipped in space, in and out swapped (1D: [k, cout, cin])."""
     kernel = np.asarray(kernel, dtype=np.float32)
     if kernel.ndim == 3:
         kernel = kernel[None]
     flipped = kernel[::-1, ::-1].transpose(0, 1, 3, 2)
-    return pack_conv(flipped, bias, 1, upload, input_dilation=tuple(stride_hw),
-                     upload_image=upload_image)
+    return pack_conv(flipped, bias, 1, upload, input_dilation=tuple(stride_hw))
 
 
 def choose_pix(n_pixels: int, blocks: int) -> int:
@@ -323,10 +240,9 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         # smaller tile halves its cold JIT compile at little cost to one layer.
         pix = min(pix, SCALAR_PIX)
     n_work = math.ceil(n_pixels / pix) * blocks
-    reuse = blocks * kernel.kh * kernel.kw / (strides[0] * strides[1] * sh * sw)
-    staged = None
-    if cin_vec4 and reuse >= STAGE_MIN_REUSE and tuning.current().conv_input_image:
-        staged = stage_input(x)
+    choice = tuning.current()
+    x_view = cin_vec4 and choice.conv_input_image and buffer_views.fits(x.nbytes)
+    w_view = choice.conv_weights_image and buffer_views.fits(kernel.weights.nbytes)
     act_defines, act_uniforms = activation_settings(activation)
     defines = {
         "LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "COUT_VEC": kernel.cout_vec,
@@ -334,25 +250,21 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         "VEC_OUT": kernel.cout_pg % 4 == 0,
         "INPUT_DIL_H": sh, "INPUT_DIL_W": sw,
         **act_defines,
-        "W_IMAGE": kernel.weights_image, "X_IMAGE": staged is not None,
-        "IMAGE_WIDTH_LOG2": IMAGE_WIDTH_LOG2,
+        "W_VIEW": w_view, "X_VIEW": x_view,
     }
+    row_stride = kernel.cout_vec if kernel.row_stride is None else kernel.row_stride
+    block_stride = (kernel.kh * kernel.kw * kernel.cin_pg * kernel.cout_vec
+                    if kernel.block_stride is None else kernel.block_stride)
     uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": kernel.cout,
                 "cin_pg": kernel.cin_pg, "cout_pg": kernel.cout_pg, "blocks_pg": kernel.blocks_pg,
                 "pad_top": top, "pad_left": left, "n_pixels": n_pixels,
                 "kernel_h": kernel.kh, "kernel_w": kernel.kw, "stride_h": strides[0],
                 "stride_w": strides[1], "dil_h": dilation[0], "dil_w": dilation[1],
-                "n_blocks": blocks, "n_work": n_work, **act_uniforms}
-    images = []
-    if staged is not None:
-        images.append((0, staged, True, False, GL_RGBA32F))
-    if kernel.weights_image:
-        # Binding 1 is then unused; the input stands in for it (GL wants a buffer bound).
-        texture = kernel.texture if kernel.texture is not None else kernel.weights.gl_texture()
-        images.append((1, texture, True, False, GL_RGBA32F))
-    weights = x if kernel.weights_image else kernel.weights
-    dispatch.run("conv2d.comp", defines=defines, buffers=[x, weights, kernel.bias, out],
-                 images=images, uniforms=uniforms, groups=dispatch.groups_for(n_work, LOCAL_SIZE))
+                "n_blocks": blocks, "n_work": n_work, "w_block": block_stride, "w_row": row_stride,
+                **act_uniforms}
+    views = ([(0, x)] if x_view else []) + ([(1, kernel.weights)] if w_view else [])
+    dispatch.run("conv2d.comp", defines=defines, buffers=[x, kernel.weights, kernel.bias, out],
+                 views=views, uniforms=uniforms, groups=dispatch.groups_for(n_work, LOCAL_SIZE))
     return out
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from .. import context, ownership, shaders
+from .. import buffer_views, context, ownership, shaders
 
 MAX_GROUPS_PER_DIM = 65535
 DEFAULT_LOCAL_SIZE = 64
@@ -20,12 +20,14 @@ def groups_for(n_invocations: int, local_size: int = DEFAULT_LOCAL_SIZE) -> tupl
     return (gx, gy, 1)
 
 
-def run(name: str, *, defines: dict | None = None, buffers=(), images=(), uniforms: dict | None = None,
-        groups: tuple = (1, 1, 1)) -> None:
+def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=(),
+        uniforms: dict | None = None, groups: tuple = (1, 1, 1)) -> None:
     """Dispatch shaders/<name>.
 
     buffers: sequence of tensors (or moderngl buffers) bound as SSBOs 0, 1, 2, ... in order.
     images: sequence of (unit, moderngl texture, read, write, format) bound as image units.
+    views: sequence of (unit, buffer tensor): the tensor's buffer bound to that image unit as a
+        read-only rgba32f imageBuffer (kerasgl/buffer_views.py; check buffer_views.fits first).
     uniforms: name -> value; names the compiler optimised away are ignored, and tuple values
         for array uniforms are cut to the length the compiler kept (GLSL compilers shrink an
         array to the elements the code can reach, and moderngl wants exactly that length).
@@ -36,6 +38,8 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), unifor
         handle.bind_to_storage_buffer(binding)
     for unit, texture, read, write, fmt in images:
         texture.bind_to_image(unit, read=read, write=write, format=fmt)
+    for unit, tensor in views:
+        buffer_views.view_of(tensor._storage.gl).bind(unit)
     settings = resolve_uniforms(program, uniforms) if uniforms else ()
     for member, value in settings:
         member.value = value
@@ -45,7 +49,7 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), unifor
     context.get_context().memory_barrier()
     if ownership._recorders:
         ownership._recorders[-1].dispatch(name, defines, program, buffers, handles, images,
-                                          settings, groups)
+                                          settings, groups, views)
 
 
 def resolve_uniforms(program, uniforms: dict) -> list:

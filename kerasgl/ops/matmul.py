@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .. import ownership, tuning
+from .. import buffer_views, tuning
 from ..errors import ShapeError
 from ..tensor import Tensor, empty, view, zeros
 from . import dispatch
@@ -102,6 +102,10 @@ def _block_config(M: int, N: int) -> tuple[int, int, int, int]:
     lx = 16 if lanes_n >= 16 else (4 if lanes_n >= 4 else 1)
     lanes_m = math.ceil(M / tm)
     ly = min(64 // lx, 16 if lanes_m >= 16 else (4 if lanes_m >= 4 else 1))
+    if lx == 16 and math.ceil(lanes_n / lx) * math.ceil(lanes_m / ly) < 4:
+        # Few rows (Dense at batch 1): llvmpipe runs each work group on one thread, so one group
+        # of 16 lanes would leave the other cores idle (1600x128 at M = 1: 225 -> see the notes).
+        lx = 4
     return tm, nv, lx, ly
 
 
@@ -137,9 +141,8 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
                              f"Received bias of shape {list(bias.shape)}.")
 
     if a.ndim >= 2 and b.ndim >= 2 and _runs_as_conv(M, K, N, math.prod(out_shape[:-2]),
-                                                      transpose_a, a_shape, bias):
-        return _matmul_as_conv(a, b, bias, activation, activation_params, M, K, N,
-                               (1, b_cols) if transpose_b else (b_cols, 1), out_shape)
+                                                      transpose_a, transpose_b, a_shape, bias):
+        return _matmul_as_conv(a, b, bias, activation, activation_params, M, K, N, out_shape)
 
     out = empty(out_shape)
     if out.size == 0:
@@ -164,9 +167,13 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
     a_aligned = a_cs == 1 and K % 4 == 0 and all(s % 4 == 0 for _, s, _ in merged)
     b_aligned = b_cs == 1 and N % 4 == 0 and all(s % 4 == 0 for _, _, s in merged)
     tm, nv, lx, ly = _block_config(M, N)
+    views_wanted = tuning.current().matmul_views
+    a_view = views_wanted and a_aligned and buffer_views.fits(a.nbytes)
+    b_view = views_wanted and b_aligned and buffer_views.fits(b.nbytes)
     defines = {
         "TM": tm, "NV": nv, "LX": lx, "LY": ly,
         "A_VEC4": a_aligned, "B_VEC4": b_aligned, "C_VEC4": N % 4 == 0,
+        "A_VIEW": a_view, "B_VIEW": b_view,
         "HAS_BIAS": bias is not None, "BIAS_VEC4": bias is not None and N % 4 == 0,
         "ACT": activation_function(activation), "BROADCAST": not plain,
     }
@@ -187,56 +194,44 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
     for base in range(0, n_batch, MAX_GROUPS_PER_DIM):
         uniforms["batch_base"] = base
         dispatch.run("matmul.comp", defines=defines, buffers=buffers, uniforms=uniforms,
+                     views=([(0, a)] if a_view else []) + ([(1, b)] if b_view else []),
                      groups=(groups_x, groups_y, min(MAX_GROUPS_PER_DIM, n_batch - base)))
     return out
 
 
 # A matmul at least this large (M * K * N) runs on the convolution kernel where the device's tuning
-# says so (kerasgl/tuning.py): packing B costs one pass over it, and the conv kernel's larger tiles
-# and packed weights pay for that from here on (llvmpipe, 1024^3: 16 -> 35 GFLOP/s CPU-time based
-# with buffers, 66 with images).
+# says so (kerasgl/tuning.py): its larger tiles pay from here on. B is read in place, as a 1x1
+# kernel whose input-channel rows are B's rows (llvmpipe, 1024^3 with both operands read through
+# buffer views: 60 GFLOP/s when B was packed per call, see scripts/probe_matmul.py).
 AS_CONV_MIN_WORK = 1 << 21
 
 
-def _runs_as_conv(M, K, N, n_batch, transpose_a, a_shape, bias) -> bool:
+def _runs_as_conv(M, K, N, n_batch, transpose_a, transpose_b, a_shape, bias) -> bool:
     from .conv import choose_cout_vec
     block = 4 * choose_cout_vec(N)
     return (tuning.current().matmul_as_conv and n_batch == 1 and not transpose_a
-            and len(a_shape) >= 2 and K % 4 == 0 and M >= 16 and N >= 16
-            and M * K * N >= AS_CONV_MIN_WORK and (bias is None or N % block == 0))
+            and not transpose_b and len(a_shape) >= 2 and K % 4 == 0
+            and N % 4 == 0 and M >= 16 and N >= 16 and M * K * N >= AS_CONV_MIN_WORK
+            and (bias is None or N % block == 0))
 
 
-def _matmul_as_conv(a, b, bias, activation, activation_params, M, K, N, b_strides, out_shape):
-    """act(a @ b + bias) as a 1x1 convolution over M pixels of K channels (ops/conv.py), with B
-    packed per call into the convolution's weight layout (shaders/matmul_pack_b.comp): into a
-    shared staging image in eager calls where the device prefers images, else a buffer."""
+def _matmul_as_conv(a, b, bias, activation, activation_params, M, K, N, out_shape):
+    """act(a @ b + bias) as a 1x1 convolution over M pixels of K channels (ops/conv.py) whose
+    weights are B itself: row k of B holds input channel k's weights for all N outputs, so the
+    kernel reads block j's four output-channel vec4s at B[k, 32j:32j+32] (strides in vec4s:
+    N/4 between rows, cout_vec between blocks). The last block may read past N: into the next row,
+    or past the buffer's end, where a view reads 0 (and a storage buffer its bounds-checked 0);
+    those channels are never written."""
     from . import conv
     cout_vec = conv.choose_cout_vec(N)
     blocks = math.ceil(N / (4 * cout_vec))
-    n_vec4 = blocks * K * cout_vec
-    texture = None
-    if tuning.current().conv_weights_image and ownership.active_recorder() is None:
-        texture = conv.staging_image(n_vec4, "matmul B")
     temporaries = []
     try:
-        defines = {"LOCAL_SIZE": 64, "COUT_VEC": cout_vec, "TO_IMAGE": texture is not None,
-                   "IMAGE_WIDTH_LOG2": conv.IMAGE_WIDTH_LOG2}
-        uniforms = {"K": K, "N": N, "b_rs": b_strides[0], "b_cs": b_strides[1], "n_vec4": n_vec4}
-        if texture is not None:
-            dispatch.run("matmul_pack_b.comp", defines=defines, buffers=[b],
-                         images=[(0, texture, False, True, conv.GL_RGBA32F)], uniforms=uniforms,
-                         groups=dispatch.groups_for(n_vec4, 64))
-            weights = None
-        else:
-            weights = empty((n_vec4 * 4,))
-            temporaries.append(weights)
-            dispatch.run("matmul_pack_b.comp", defines=defines, buffers=[b, weights],
-                         uniforms=uniforms, groups=dispatch.groups_for(n_vec4, 64))
         if bias is None:
             bias = zeros((blocks * 4 * cout_vec,))
             temporaries.append(bias)
-        kernel = conv.ConvKernel(weights if weights is not None else bias, bias, 1, 1, K, N, 1,
-                                 cout_vec, weights_image=texture is not None, texture=texture)
+        kernel = conv.ConvKernel(b, bias, 1, 1, K, N, 1, cout_vec, row_stride=N // 4,
+                                 block_stride=cout_vec)
         pixels = view(a, (1, 1, M, K))
         temporaries.append(pixels)
         y = conv.conv2d(pixels, kernel, activation=conv.Pointwise(

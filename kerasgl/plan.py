@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import buffer_views, context, memory_plan, ownership, shaders
+from .ops import dispatch
 from .tensor import DTYPES, Tensor, empty
 
 PLANS_ENV = "KERASGL_PLANS"          # "0" turns plans off for the process (eager predict always)
@@ -402,6 +403,7 @@ class Plan:
     def _run_steps(self) -> None:
         ctx = context.get_context()
         barrier = ctx.memory_barrier
+        set_uniforms = dispatch.set_uniforms
         bound: dict = {}
         for step in self.steps:
             kind = step[0]
@@ -415,8 +417,7 @@ class Plan:
                     texture.bind_to_image(unit, read=read, write=write, format=fmt)
                 for unit, view in views:
                     view.bind(unit)
-                for member, value in settings:
-                    member.value = value
+                set_uniforms(settings)
                 run(*groups)
                 barrier()
             elif kind == 1:

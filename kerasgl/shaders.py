@@ -86,6 +86,8 @@ def clear_program_cache() -> None:
         obj.release()
     _cache.clear()
     _sources.clear()
+    from .ops import dispatch
+    dispatch.forget_uniform_values()
 
 
 def cached_program_count() -> int:

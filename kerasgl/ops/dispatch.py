@@ -41,8 +41,7 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
     for unit, tensor in views:
         buffer_views.view_of(tensor._storage.gl).bind(unit)
     settings = resolve_uniforms(program, uniforms) if uniforms else ()
-    for member, value in settings:
-        member.value = value
+    set_uniforms(settings)
     groups = tuple(groups)
     program.run(*groups)
     # Later dispatches and reads must see these writes.
@@ -50,6 +49,31 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
     if ownership._recorders:
         ownership._recorders[-1].dispatch(name, defines, program, buffers, handles, images,
                                           settings, groups, views)
+
+
+# The value each uniform of a cached program holds (GL keeps uniforms in the program object), so
+# that a write of the same value is skipped: on llvmpipe any uniform write made the next dispatch
+# ~30 us slower (a 1-group matmul 31 -> 64 us), and a replayed plan or a repeated eager op mostly
+# writes what is already there. Every uniform write goes through set_uniforms; the table is
+# keyed by moderngl's uniform objects (kept alive here, so never confused with a later program's)
+# and emptied with the program cache (shaders.clear_program_cache).
+_uniform_values: dict = {}
+
+
+def set_uniforms(settings) -> None:
+    """Write (moderngl uniform member, value) pairs, skipping those already holding the value."""
+    held = _uniform_values
+    for member, value in settings:
+        if held.get(member, _UNSET) != value:
+            member.value = value
+            held[member] = value
+
+
+_UNSET = object()
+
+
+def forget_uniform_values() -> None:
+    _uniform_values.clear()
 
 
 def resolve_uniforms(program, uniforms: dict) -> list:

@@ -18,29 +18,31 @@ import ctypes
 from . import context, ownership
 
 GL_TEXTURE_BUFFER = 0x8C2A
-GL_RGBA32F = 0x8814
 GL_READ_ONLY = 0x88B8
 GL_MAX_TEXTURE_BUFFER_SIZE = 0x8C2B
-TEXEL_BYTES = 16                   # RGBA32F: one vec4
+# Texel formats a view may have: GL internal format and bytes per texel. "rgba32f": texel i is
+# vec4 i of the buffer (most kernels); "r32f": texel i is float i (kernels reading scalars).
+FORMATS = {"rgba32f": (0x8814, 16), "r32f": (0x822E, 4)}
 
 
 class TextureBufferView:
-    """The GL texture viewing one buffer as RGBA32F texels (texel i = vec4 i of the buffer). Has
-    the two methods ownership.GLObject needs of a handle: `glo` and `release()`."""
-    __slots__ = ("glo", "texels")
+    """The GL texture viewing one buffer as texels of one format. Has the two things
+    ownership.GLObject needs of a handle: `glo` and `release()`."""
+    __slots__ = ("glo", "texels", "format")
 
-    def __init__(self, buffer_glo: int, texels: int):
+    def __init__(self, buffer_glo: int, nbytes: int, fmt: str = "rgba32f"):
+        internal, texel_bytes = FORMATS[fmt]
         gl = context.driver()
         name = ctypes.c_uint(0)
         gl.glGenTextures(1, ctypes.byref(name))
         gl.glBindTexture(GL_TEXTURE_BUFFER, name.value)
-        gl.glTexBuffer(GL_TEXTURE_BUFFER, GL_RGBA32F, buffer_glo)
+        gl.glTexBuffer(GL_TEXTURE_BUFFER, internal, buffer_glo)
         gl.glBindTexture(GL_TEXTURE_BUFFER, 0)
-        self.glo, self.texels = name.value, texels
+        self.glo, self.texels, self.format = name.value, nbytes // texel_bytes, internal
 
     def bind(self, unit: int) -> None:
-        """Bind as a read-only rgba32f image to image unit `unit` (a shader's imageBuffer)."""
-        context.driver().glBindImageTexture(unit, self.glo, 0, 0, 0, GL_READ_ONLY, GL_RGBA32F)
+        """Bind read-only to image unit `unit` (a shader's imageBuffer of the view's format)."""
+        context.driver().glBindImageTexture(unit, self.glo, 0, 0, 0, GL_READ_ONLY, self.format)
 
     def release(self) -> None:
         context.driver().glDeleteTextures(1, ctypes.byref(ctypes.c_uint(self.glo)))
@@ -57,25 +59,30 @@ def max_texels() -> int:
     return _max_texels
 
 
-def fits(nbytes: int) -> bool:
-    """Whether a buffer of this size can be viewed whole."""
-    return nbytes // TEXEL_BYTES <= max_texels()
+def fits(nbytes: int, fmt: str = "rgba32f") -> bool:
+    """Whether a buffer of this size can be viewed whole in this format."""
+    return nbytes // FORMATS[fmt][1] <= max_texels()
 
 
-def view_of(buffer: ownership.GLObject, label: str = "") -> TextureBufferView:
-    """The RGBA32F view of a registered buffer, made on first use and released with the buffer."""
+def view_of(buffer: ownership.GLObject, fmt: str = "rgba32f") -> TextureBufferView:
+    """The view of a registered buffer in this format, made on first use and released with the
+    buffer (a buffer's views are a list on its GLObject; there is rarely more than one)."""
     views = buffer.views
     if views is None:
-        view = TextureBufferView(buffer.glo, buffer.handle.size // TEXEL_BYTES)
-        # 0 bytes: the memory is the buffer's, already counted there.
-        buffer.views = ownership.GLObject("texture", view, 0, label or f"view of {buffer.label}")
-        return view
-    return views.handle
+        views = buffer.views = []
+    internal = FORMATS[fmt][0]
+    for obj in views:
+        if obj.handle.format == internal:
+            return obj.handle
+    view = TextureBufferView(buffer.glo, buffer.handle.size, fmt)
+    # 0 bytes: the memory is the buffer's, already counted there.
+    views.append(ownership.GLObject("texture", view, 0, f"{fmt} view of {buffer.label}"))
+    return view
 
 
-def view_of_handle(handle, owner_objects: list, label: str) -> TextureBufferView:
+def view_of_handle(handle, fmt: str, owner_objects: list, label: str) -> TextureBufferView:
     """A view of a moderngl buffer that is not a tensor's (an execution plan's shared buffer),
     registered and appended to `owner_objects`, which the caller releases before the buffer."""
-    view = TextureBufferView(handle.glo, handle.size // TEXEL_BYTES)
+    view = TextureBufferView(handle.glo, handle.size, fmt)
     owner_objects.append(ownership.GLObject("texture", view, 0, label))
     return view

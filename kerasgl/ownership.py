@@ -35,7 +35,7 @@ class GLObject:
     def __init__(self, kind: str, handle, nbytes: int, label: str = ""):
         self.kind, self.handle, self.glo = kind, handle, int(handle.glo)
         self.nbytes, self.label = int(nbytes), label
-        self.views: GLObject | None = None   # a buffer's texture view (buffer_views.py)
+        self.views: list | None = None   # a buffer's texture views (buffer_views.py), GLObjects
         _registry[id(self)] = self
         _names_seen[kind] = max(_names_seen[kind], self.glo)
 
@@ -49,10 +49,11 @@ class GLObject:
         if self.handle is None:
             return
         context.get_context()  # the GL call must come from the context's thread
-        if self.views is not None:
+        if self.views:
             # First: GL would keep the buffer's memory alive while a texture refers to it.
-            self.views.release(report=False)
-            self.views = None
+            for view in self.views:
+                view.release(report=False)
+        self.views = None
         if self.kind == "program":
             # GL only flags the program in use for deletion; unbinding it makes the delete real.
             context.driver().glUseProgram(0)

@@ -174,11 +174,11 @@ class Recorder:
             image_steps.append((unit, seen.token, bool(read), bool(write), fmt))
             used.append(seen)
         view_steps = []
-        for unit, tensor in views:             # read-only views of buffers (buffer_views.py)
+        for unit, tensor, fmt in views:        # read-only views of buffers (buffer_views.py)
             seen = self._lookup(tensor._storage.gl, None)
             if seen is None:
                 return
-            view_steps.append((unit, seen.token))
+            view_steps.append((unit, seen.token, fmt))
             used.append(seen)
         key = (name, tuple(sorted((defines or {}).items())))
         program_object = shaders._cache.get(key)
@@ -360,7 +360,8 @@ class Plan:
                     programs[id(program_object)] = program_object
                 binds = tuple((b, handles[t]) for b, t in enumerate(tokens))
                 image_binds = tuple((unit, handles[t], r, w, fmt) for unit, t, r, w, fmt in images)
-                view_binds = tuple((unit, self._view(t, handles[t], by_token)) for unit, t in views)
+                view_binds = tuple((unit, self._view(t, fmt, handles[t], by_token))
+                                   for unit, t, fmt in views)
                 steps.append((0, program.run, binds, image_binds, view_binds, settings, groups))
                 dispatches += 1
             elif step[0] == "copy":
@@ -374,15 +375,15 @@ class Plan:
         self.inputs = [(handles.get(token), by_token[token].nbytes) for token in rec.input_tokens]
         self.outputs = [(handles[token], shape, dtype) for token, shape, dtype in rec.outputs]
 
-    def _view(self, token, handle, by_token):
+    def _view(self, token, fmt, handle, by_token):
         """The texture view of the buffer a token lives in: a weight's own (it goes with the
-        weight), else one per shared buffer of the plan, owned by the plan."""
+        weight), else one per shared buffer and format, owned by the plan."""
         if token[0] == "w":
-            return buffer_views.view_of(by_token[token].gl)
-        view = self._views.get(id(handle))
+            return buffer_views.view_of(by_token[token].gl, fmt)
+        view = self._views.get((id(handle), fmt))
         if view is None:
-            view = self._views[id(handle)] = buffer_views.view_of_handle(
-                handle, self._objects, f"{self.label} view")
+            view = self._views[(id(handle), fmt)] = buffer_views.view_of_handle(
+                handle, fmt, self._objects, f"{self.label} {fmt} view")
         return view
 
     def _own(self, kind, handle, nbytes):

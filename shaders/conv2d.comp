@@ -31,14 +31,18 @@ layout(local_size_x = LOCAL_SIZE) in;
 // through rgba32f imageBuffer views of their buffers (kerasgl/buffer_views.py), texel i = vec4 i.
 // Same memory, same values, same order of sums; on llvmpipe an image load is one gather per lane
 // where a storage-buffer load is a bounds-checked loop over lanes and components (about 2x faster).
-#if X_VIEW
+#if X_VIEW && CIN_VEC4
 layout(rgba32f, binding = 0) readonly uniform imageBuffer x_view;
 #define LOAD_X4(i) imageLoad(x_view, i)
+#elif X_VIEW
+layout(r32f, binding = 0) readonly uniform imageBuffer x_view;   // a float per texel
+#define LOAD_X(i) imageLoad(x_view, i).x
 #elif CIN_VEC4
 layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
 #define LOAD_X4(i) x4[i]
 #else
 layout(std430, binding = 0) readonly buffer X { float x[]; };
+#define LOAD_X(i) x[i]
 #endif
 #if W_VIEW
 layout(rgba32f, binding = 1) readonly uniform imageBuffer w_view;
@@ -150,7 +154,7 @@ void main() {
             for (int c = 0; c < cin_pg; ++c) {
                 float xs[PIX];
                 for (int p = 0; p < PIX; ++p) {
-                    float value = x[base[p] + c];
+                    float value = LOAD_X(base[p] + c);
                     xs[p] = ok[p] ? value : 0.0;
                 }
                 for (int v = 0; v < COUT_VEC; ++v) {

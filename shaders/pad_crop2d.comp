@@ -4,12 +4,7 @@
 #include "common.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
 
-#if VEC == 4
-#define T vec4
-#else
-#define T float
-#endif
-layout(std430, binding = 0) readonly buffer X { T x[]; };
+#include "per_cell_input.glsl"
 layout(std430, binding = 1) writeonly buffer Y { T y[]; };
 
 uniform int in_h;
@@ -33,5 +28,5 @@ void main() {
     int iy = oy - top;
     int ix = ox - left;
     bool inside = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w;
-    y[index] = inside ? x[((b * in_h + iy) * in_w + ix) * channels + c] : T(0.0);
+    y[index] = inside ? LOAD_X(((b * in_h + iy) * in_w + ix) * channels + c) : T(0.0);
 }

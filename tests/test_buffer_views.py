@@ -16,8 +16,10 @@ def test_one_view_per_buffer_released_with_it():
     assert buffer_views.view_of(gl) is view            # made once, then reused
     assert view.texels == 4
     assert is_live("texture", view.glo)
+    scalar = buffer_views.view_of(gl, "r32f")
+    assert scalar is not view and scalar.texels == 16
     t.dispose()
-    assert not is_live("texture", view.glo)
+    assert not is_live("texture", view.glo) and not is_live("texture", scalar.glo)
     assert gl.views is None
 
 

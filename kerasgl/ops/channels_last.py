@@ -30,7 +30,7 @@ def run_per_cell(shader: str, x: Tensor, out_shape, defines: dict, uniforms: dic
         channels = x.shape[-1]
         vec = 4 if channels % 4 == 0 else 1
         n = out.size // vec
-        x_view = (input_view and vec == 4 and tuning.current().pool_views
+        x_view = (input_view and vec == 4 and tuning.current().window_views
                   and buffer_views.fits(x.nbytes))
         dispatch.run(shader, defines={"VEC": vec, "X_VIEW": x_view, **defines}, buffers=[x, out],
                      views=[(0, x)] if x_view else [],

@@ -19,7 +19,7 @@ from ..tensor import Tensor, empty
 from . import dispatch
 from .storage_ops import any_storage
 
-LOCAL_SIZE = 16             # lanes per work group: llvmpipe hands whole groups to its threads, so
+LOCAL_SIZE = 16              # lanes per work group: llvmpipe hands whole groups to its threads, so
                             # more, smaller groups balance better (ResNet50 planned predict,
                             # 4 interleaved pairs: best run 229-236 ms vs 244-248 with 32)
 
@@ -106,7 +106,7 @@ def conv_transpose_padding(size: int, kernel: int, stride: int, dilation: int, p
 # -------------------------------------------------------------------------------------------------
 # Packed kernels
 # -------------------------------------------------------------------------------------------------
-SCALAR_PIX = 8
+SCALAR_PIX = 16
 
 
 @dataclass(frozen=True)
@@ -241,7 +241,8 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         pix = min(pix, SCALAR_PIX)
     n_work = math.ceil(n_pixels / pix) * blocks
     choice = tuning.current()
-    x_view = cin_vec4 and choice.conv_input_image and buffer_views.fits(x.nbytes)
+    x_format = "rgba32f" if cin_vec4 else "r32f"
+    x_view = choice.conv_input_image and buffer_views.fits(x.nbytes, x_format)
     w_view = choice.conv_weights_image and buffer_views.fits(kernel.weights.nbytes)
     act_defines, act_uniforms = activation_settings(activation)
     defines = {
@@ -262,7 +263,7 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
                 "stride_w": strides[1], "dil_h": dilation[0], "dil_w": dilation[1],
                 "n_blocks": blocks, "n_work": n_work, "w_block": block_stride, "w_row": row_stride,
                 **act_uniforms}
-    views = ([(0, x)] if x_view else []) + ([(1, kernel.weights)] if w_view else [])
+    views = ([(0, x, x_format)] if x_view else []) + ([(1, kernel.weights)] if w_view else [])
     dispatch.run("conv2d.comp", defines=defines, buffers=[x, kernel.weights, kernel.bias, out],
                  views=views, uniforms=uniforms, groups=dispatch.groups_for(n_work, LOCAL_SIZE))
     return out

@@ -26,8 +26,9 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
 
     buffers: sequence of tensors (or moderngl buffers) bound as SSBOs 0, 1, 2, ... in order.
     images: sequence of (unit, moderngl texture, read, write, format) bound as image units.
-    views: sequence of (unit, buffer tensor): the tensor's buffer bound to that image unit as a
-        read-only rgba32f imageBuffer (kerasgl/buffer_views.py; check buffer_views.fits first).
+    views: sequence of (unit, buffer tensor) or (unit, buffer tensor, format): the tensor's buffer
+        bound to that image unit as a read-only imageBuffer, "rgba32f" unless said ("r32f")
+        (kerasgl/buffer_views.py; check buffer_views.fits first).
     uniforms: name -> value; names the compiler optimised away are ignored, and tuple values
         for array uniforms are cut to the length the compiler kept (GLSL compilers shrink an
         array to the elements the code can reach, and moderngl wants exactly that length).
@@ -38,8 +39,9 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
         handle.bind_to_storage_buffer(binding)
     for unit, texture, read, write, fmt in images:
         texture.bind_to_image(unit, read=read, write=write, format=fmt)
-    for unit, tensor in views:
-        buffer_views.view_of(tensor._storage.gl).bind(unit)
+    views = [(v[0], v[1], v[2] if len(v) > 2 else "rgba32f") for v in views]
+    for unit, tensor, fmt in views:
+        buffer_views.view_of(tensor._storage.gl, fmt).bind(unit)
     settings = resolve_uniforms(program, uniforms) if uniforms else ()
     set_uniforms(settings)
     groups = tuple(groups)

@@ -20,7 +20,7 @@ def pad_crop2d(x: Tensor, rows=(0, 0), cols=(0, 0)) -> Tensor:
                          f"leaves nothing of input shape {list(x.shape)}.")
     return run_per_cell("pad_crop2d.comp", x, (b, oh, ow, c), defines={},
                         uniforms={"in_h": h, "in_w": w, "out_h": oh, "out_w": ow,
-                                  "top": rows[0], "left": cols[0]})
+                                  "top": rows[0], "left": cols[0]}, input_view=True)
 
 
 INTERPOLATIONS = ("nearest", "bilinear")

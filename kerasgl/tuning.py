@@ -40,6 +40,7 @@ class Tuning:
     conv_input_image: bool = False     # the convolution's input read through an image view
     matmul_views: bool = False         # matmul.comp reads A and B through image views
     window_views: bool = False         # pooling and padding read their input through image views
+    depthwise_views: bool = False      # depthwise convolutions read input and weights likewise
     matmul_as_conv: bool = False       # large GEMMs run on the convolution kernel
     conv_pix: int = 16                 # most output pixels per convolution invocation
     conv_cout_vec: int = 8             # most vec4s of output channels per invocation
@@ -48,7 +49,7 @@ class Tuning:
 # Renderer substring (lower case) -> settings. First match wins.
 _DEFAULTS = (
     ("llvmpipe", Tuning(conv_weights_image=True, conv_input_image=True, matmul_views=True,
-                        window_views=True, matmul_as_conv=True)),
+                        window_views=True, depthwise_views=True, matmul_as_conv=True)),
 )
 
 _current: Tuning | None = None

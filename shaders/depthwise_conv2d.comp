@@ -17,12 +17,25 @@ float act_clamp(float v) { return min(max(v, act_lo), act_hi); }
 #endif
 layout(local_size_x = LOCAL_SIZE) in;
 
-#if VEC_IN
+// X_VIEW / W_VIEW (chosen per device by kerasgl/tuning.py, with VEC_IN only for X): the input /
+// the weights read through rgba32f imageBuffer views of their buffers (kerasgl/buffer_views.py):
+// the same values, gathered by llvmpipe where it loops over lanes for storage-buffer loads.
+#if X_VIEW
+layout(rgba32f, binding = 0) readonly uniform imageBuffer x_view;
+#define LOAD_X4(i) imageLoad(x_view, i)
+#elif VEC_IN
 layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
+#define LOAD_X4(i) x4[i]
 #else
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 #endif
+#if W_VIEW
+layout(rgba32f, binding = 1) readonly uniform imageBuffer w_view;
+#define LOAD_W(i) imageLoad(w_view, i)
+#else
 layout(std430, binding = 1) readonly buffer W { vec4 w[]; };
+#define LOAD_W(i) w[i]
+#endif
 layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
 #if VEC_OUT
 layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };
@@ -74,14 +87,14 @@ void main() {
             bool ok = ix >= 0 && ix < in_w;
             int at = ok ? row + ix * cin : 0;
 #if VEC_IN
-            vec4 value = x4[(at >> 2) + cb];
+            vec4 value = LOAD_X4((at >> 2) + cb);
 #else
             vec4 value = vec4(x[at + ic.x], x[at + ic.y], x[at + ic.z], x[at + ic.w]);
 #endif
             xs[j] = ok ? value : vec4(0.0);
         }
         for (int kw = 0; kw < KW; ++kw) {
-            vec4 wv = w[(kh * KW + kw) * cblocks + cb];
+            vec4 wv = LOAD_W((kh * KW + kw) * cblocks + cb);
             for (int p = 0; p < PIX; ++p) acc[p] += wv * xs[p * STRIDE_W + kw * DIL_W];
         }
     }

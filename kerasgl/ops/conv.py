@@ -347,8 +347,12 @@ def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilatio
     n_work = n * oh * row_tiles * cblocks
     span = (pix - 1) * strides[1] + (kernel.kw - 1) * dilation[1] + 1
     act_defines, act_uniforms = activation_settings(activation)
+    vec_in = kernel.multiplier == 1 and cin % 4 == 0
+    choice = tuning.current()
+    x_view = vec_in and choice.depthwise_views and buffer_views.fits(x.nbytes)
+    w_view = choice.depthwise_views and buffer_views.fits(kernel.weights.nbytes)
     defines = {"LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "SPAN": span, "MULT": kernel.multiplier,
-               "VEC_IN": kernel.multiplier == 1 and cin % 4 == 0, "VEC_OUT": cout % 4 == 0,
+               "VEC_IN": vec_in, "VEC_OUT": cout % 4 == 0, "X_VIEW": x_view, "W_VIEW": w_view,
                "KH": kernel.kh, "KW": kernel.kw, "STRIDE_H": strides[0], "STRIDE_W": strides[1],
                "DIL_H": dilation[0], "DIL_W": dilation[1], **act_defines}
     uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": cout,
@@ -356,5 +360,6 @@ def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilatio
                 "n_work": n_work, **act_uniforms}
     dispatch.run("depthwise_conv2d.comp", defines=defines,
                  buffers=[x, kernel.weights, kernel.bias, out], uniforms=uniforms,
+                 views=([(0, x)] if x_view else []) + ([(1, kernel.weights)] if w_view else []),
                  groups=dispatch.groups_for(n_work, LOCAL_SIZE))
     return out

@@ -41,6 +41,7 @@ class Tuning:
     matmul_views: bool = False         # matmul.comp reads A and B through image views
     window_views: bool = False         # pooling and padding read their input through image views
     depthwise_views: bool = False      # depthwise convolutions read input and weights likewise
+    elementwise_views: bool = False    # binary element-wise ops (vec4 path) read operands likewise
     matmul_as_conv: bool = False       # large GEMMs run on the convolution kernel
     conv_pix: int = 16                 # most output pixels per convolution invocation
     conv_cout_vec: int = 8             # most vec4s of output channels per invocation
@@ -49,7 +50,8 @@ class Tuning:
 # Renderer substring (lower case) -> settings. First match wins.
 _DEFAULTS = (
     ("llvmpipe", Tuning(conv_weights_image=True, conv_input_image=True, matmul_views=True,
-                        window_views=True, depthwise_views=True, matmul_as_conv=True)),
+                        window_views=True, depthwise_views=True, elementwise_views=True,
+                        matmul_as_conv=True)),
 )
 
 _current: Tuning | None = None

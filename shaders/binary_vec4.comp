@@ -12,8 +12,22 @@
 #include "activations.glsl"
 #endif
 layout(local_size_x = LOCAL_SIZE) in;
+// A_VIEW / B_VIEW (kerasgl/tuning.py): that operand read through an rgba32f imageBuffer view of
+// its buffer (kerasgl/buffer_views.py): the same values, gathered by llvmpipe.
+#if A_VIEW
+layout(rgba32f, binding = 0) readonly uniform imageBuffer a_view;
+#define LOAD_A(i) imageLoad(a_view, int(i))
+#else
 layout(std430, binding = 0) readonly buffer A { vec4 a[]; };
+#define LOAD_A(i) a[i]
+#endif
+#if B_VIEW
+layout(rgba32f, binding = 1) readonly uniform imageBuffer b_view;
+#define LOAD_B(i) imageLoad(b_view, int(i))
+#else
 layout(std430, binding = 1) readonly buffer B { vec4 b[]; };
+#define LOAD_B(i) b[i]
+#endif
 layout(std430, binding = 2) writeonly buffer C { vec4 c[]; };
 uniform uint n4;         // output size / 4
 uniform uint channels4;  // C / 4 for a per-channel operand
@@ -46,16 +60,16 @@ void main() {
 #if A_SCALAR
     vec4 va = vec4(a_value);
 #elif A_CHANNEL
-    vec4 va = a[i % channels4];
+    vec4 va = LOAD_A(i % channels4);
 #else
-    vec4 va = a[i];
+    vec4 va = LOAD_A(i);
 #endif
 #if B_SCALAR
     vec4 vb = vec4(b_value);
 #elif B_CHANNEL
-    vec4 vb = b[i % channels4];
+    vec4 vb = LOAD_B(i % channels4);
 #else
-    vec4 vb = b[i];
+    vec4 vb = LOAD_B(i);
 #endif
     c[i] = vec4(APPLY(va.x, vb.x), APPLY(va.y, vb.y), APPLY(va.z, vb.z), APPLY(va.w, vb.w));
 }

@@ -10,7 +10,7 @@ import kerasgl as kg
 from kerasgl import tuning
 from kerasgl.ops import conv, matmul as mm
 
-VARIANTS = ["conv_weights_image=0,conv_input_image=0,matmul_views=0,matmul_as_conv=0,window_views=0,depthwise_views=0",
+VARIANTS = ["conv_weights_image=0,conv_input_image=0,matmul_views=0,matmul_as_conv=0,window_views=0,depthwise_views=0,elementwise_views=0",
             "conv_weights_image=1,conv_input_image=0,matmul_views=1,matmul_as_conv=1",
             "conv_weights_image=1,conv_input_image=1,matmul_views=1,matmul_as_conv=1",
             "conv_weights_image=0,conv_input_image=0,matmul_views=0,matmul_as_conv=1",
@@ -120,8 +120,10 @@ def test_keras_conv_model_in_both_weight_layouts(monkeypatch, tmp_path):
     model.save(path)
     x = np.random.default_rng(5).standard_normal((1, 10, 10, 4)).astype(np.float32)
     expected = model.predict(x, verbose=0)
-    for setting in ("conv_weights_image=0,conv_input_image=0,window_views=0,depthwise_views=0",
-                    "conv_weights_image=1,conv_input_image=1,window_views=1,depthwise_views=1"):
+    for setting in ("conv_weights_image=0,conv_input_image=0,window_views=0,depthwise_views=0,"
+                    "elementwise_views=0",
+                    "conv_weights_image=1,conv_input_image=1,window_views=1,depthwise_views=1,"
+                    "elementwise_views=1"):
         monkeypatch.setenv(tuning.ENV, setting)
         with kg.load_model(path) as loaded:
             for _ in range(4):             # eager, recorded twice, then a replayed plan

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import buffer_views, tuning
 from ..errors import ShapeError
 from ..tensor import Tensor, empty
 from . import dispatch
@@ -115,15 +116,21 @@ def _vec4_operand_kinds(a_shape, a_scalar, b_shape, b_scalar, out_shape):
 
 
 def _run_vec4(defines, uniforms, kinds, buffers, out_shape, size):
-    """Dispatch binary_vec4.comp: the same per-element float ops as binary.comp, 4 per lane."""
-    defines = dict(defines, A_CHANNEL=kinds[0] == "channel", B_CHANNEL=kinds[1] == "channel")
+    """Dispatch binary_vec4.comp: the same per-element float ops as binary.comp, 4 per lane;
+    tensor operands read through buffer views where the device's tuning prefers them."""
+    wanted = tuning.current().elementwise_views
+    views = [(unit, buffers[unit]) for unit in (0, 1) if wanted and kinds[unit] != "scalar"
+             and buffer_views.fits(buffers[unit].nbytes)]
+    defines = dict(defines, A_CHANNEL=kinds[0] == "channel", B_CHANNEL=kinds[1] == "channel",
+                   A_VIEW=any(unit == 0 for unit, _ in views),
+                   B_VIEW=any(unit == 1 for unit, _ in views))
     defines.pop("BROADCAST")
     uniforms = dict(uniforms, n4=size // 4)
     del uniforms["n"]
     if "channel" in kinds:
         uniforms["channels4"] = out_shape[-1] // 4
     dispatch.run("binary_vec4.comp", defines=defines, buffers=buffers, uniforms=uniforms,
-                 groups=dispatch.groups_for(size // 4))
+                 views=views, groups=dispatch.groups_for(size // 4))
 
 
 def activation_defines(name: str) -> dict:

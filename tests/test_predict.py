@@ -140,7 +140,12 @@ def test_only_weights_remain_after_predict_and_dispose_frees_them(tmp_path):
     assert after_predict[:2] == after_load[:2]
     assert kg.memory().planned_bytes > 0
     loaded.use_plans = False                            # frees the plans at once
-    assert gl_state() == after_load
+    # Besides the weights, at most their texture views (buffer_views.py: 0 bytes, kept with
+    # the weight buffers that element-wise kernels read through them, freed with them).
+    now = gl_state()
+    assert now[:3] == after_load[:3] and now[4] == after_load[4]
+    assert now[3] - after_load[3] == now[5] - after_load[5] <= 2
+    assert kg.memory().gl_objects["texture"].bytes == 0
     loaded.use_plans = True
     loaded.predict(np.ones((40, 8), "f4"), batch_size=16, verbose=0)
     loaded.dispose()                                    # frees weights and plans together

@@ -43,6 +43,7 @@ FUSION_ENV = "KERASGL_FUSION"
 _enabled = [os.environ.get(FUSION_ENV, "1") not in ("0", "false", "False", "no", "off")]
 
 ZERO_PADDING = ("ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D")
+MAX_POOLING_2D = ("MaxPooling2D", "MaxPool2D")
 
 
 class FusedOutputError(KerasGLError, ValueError):
@@ -215,6 +216,13 @@ class _Fuser:
             if reader is None or self.calls.get(reader.layer.name) != 1:
                 break
             layer = reader.layer
+            if layer.class_name in MAX_POOLING_2D:
+                # Last in a chain: nothing after a pooling folds into the convolution's epilogue.
+                if hasattr(host, "absorb_max_pool") and host.absorb_max_pool(layer):
+                    changed.append(tail)
+                    absorbed.append(layer.name)
+                    self._replace(reader, host.name)
+                break
             if layer.class_name == "BatchNormalization":
                 affine = self._bn_affine(layer, host, node)
                 if affine is None or not hasattr(host, "fold_channel_affine") \

@@ -7,6 +7,16 @@ from .graph import Graph, NestedModel, format_shape
 COLUMNS = ("Layer (type)", "Output Shape", "Param #", "Connected to", "Shaders")
 
 
+def _keras_shape(graph: Graph, ref):
+    """The shape Keras gives a tensor: what flows, except out of a layer that took over the next
+    one's work (a convolution with a pooling fused in reports its own, unpooled output)."""
+    for node in graph.nodes:
+        if node.output_ref() == ref and hasattr(node.layer, "unfused_output_shape") \
+                and node.refs and node.refs[0] in graph.shapes:
+            return tuple(node.layer.unfused_output_shape(graph.shapes[node.refs[0]]))
+    return graph.shapes[ref]
+
+
 def _shapes_text(graph: Graph, layer) -> str:
     nodes = graph.nodes_of(layer.name)
     if not nodes:
@@ -14,9 +24,13 @@ def _shapes_text(graph: Graph, layer) -> str:
     texts = []
     for node in nodes:
         shapes = node.output_shapes
-        if isinstance(node.layer, FusedAway) and node.refs and node.refs[0] in graph.shapes:
+        if node.refs and node.refs[0] in graph.shapes:
             try:    # the shape Keras reports (what flows is the producer's business)
-                shapes = [tuple(node.layer.original.compute_output_shape(graph.shapes[node.refs[0]]))]
+                if isinstance(node.layer, FusedAway):
+                    shapes = [tuple(node.layer.original.compute_output_shape(
+                        _keras_shape(graph, node.refs[0])))]
+                elif len(shapes) == 1:
+                    shapes = [_keras_shape(graph, node.output_ref())]
             except Exception:
                 pass
         text = format_shape(shapes[0]) if len(shapes) == 1 else "[" + ", ".join(

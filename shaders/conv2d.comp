@@ -16,6 +16,8 @@
 // input channels (COUT_VEC when packed, N/4 for a matrix); the taps follow each other.
 // INPUT_DIL_H / INPUT_DIL_W > 1 turn this into a transposed convolution: the input is seen with
 // INPUT_DIL - 1 zeros between its samples along that axis (only the real samples are read).
+// POOL > 1: a MaxPooling2D (POOL x POOL, stride POOL, valid) of the activated output, written
+// instead of it (fused at load: kerasgl/fusion.py; the activation must be monotone).
 #include "common.glsl"
 #include "activations.glsl"
 #if ACT_CLAMP
@@ -81,7 +83,7 @@ uniform int dil_w;
 uniform int pad_left;
 uniform int w_block;    // vec4s between the weights of consecutive output-channel blocks
 uniform int w_row;      // vec4s between the weights of consecutive input channels
-uniform uint n_pixels;  // batch * out_h * out_w
+uniform uint n_pixels;  // batch * out_h * out_w (* POOL^2: the pixels computed)
 uniform uint n_blocks;  // groups * blocks_pg
 uniform uint n_work;    // ceil(n_pixels / PIX) * n_blocks
 
@@ -102,10 +104,20 @@ void main() {
         uint pixel = first + uint(p);
         live[p] = pixel < n_pixels;
         int index = int(live[p] ? pixel : first);
+#if POOL > 1
+        // Pixel = pooled pixel * POOL^2 + cell of its window: a tile holds whole windows (PIX is
+        // a multiple of POOL^2), and out_h / out_w are the pooled output's.
+        int cell = index % (POOL * POOL);
+        index /= POOL * POOL;
+#endif
         int ox = index % out_w;
         int rest = index / out_w;
         int oy = rest % out_h;
         int n = rest / out_h;
+#if POOL > 1
+        oy = oy * POOL + cell / POOL;
+        ox = ox * POOL + cell % POOL;
+#endif
         row0[p] = oy * stride_h - pad_top;
         col0[p] = ox * stride_w - pad_left;
         img_base[p] = n * in_h * in_w * cin + group * cin_pg;
@@ -167,9 +179,22 @@ void main() {
         }
     }
 
+#if POOL > 1
+    // Max pooling (POOL x POOL windows, stride POOL) of the pixels computed above: the max of
+    // each window's accumulators, then the activation (monotone: max and ACT commute exactly).
+    for (int p = 0; p < PIX; p += POOL * POOL) {
+        for (int c = 1; c < POOL * POOL; ++c)
+            for (int v = 0; v < COUT_VEC; ++v) acc[p][v] = max(acc[p][v], acc[p + c][v]);
+    }
+    for (int p = 0; p < PIX; p += POOL * POOL) {
+        if (!live[p]) continue;
+        int out_base = int((first + uint(p)) / uint(POOL * POOL)) * cout + group * cout_pg
+                       + cout_in_group;
+#else
     for (int p = 0; p < PIX; ++p) {
         if (!live[p]) continue;
         int out_base = int(first + uint(p)) * cout + group * cout_pg + cout_in_group;
+#endif
         for (int v = 0; v < COUT_VEC; ++v) {
 #if VEC_OUT
             // cout_pg % 4 == 0: a vec4 of channels is either all in the group or all past it.

@@ -287,3 +287,54 @@ def test_folded_bn_weights_are_not_uploaded(tmp_path):
         assert not fused.get_layer("bn")._gpu_weights
     with fusion.disabled(), kg.load_model(path) as plain:
         assert len(plain.get_layer("bn")._gpu_weights) == 2
+
+
+# -- MaxPooling2D into the convolution before it -------------------------------------------------
+def test_conv_relu_max_pool_is_one_dispatch(tmp_path, monkeypatch):
+    """Odd sizes (11x11 -> 5x5: the last row and column of the convolution are dropped), a
+    batch of 2, strides and a BatchNormalization in the chain."""
+    model = seq("pooled", (13, 13, 8), L.Conv2D(24, 3, name="c1", activation="relu"),
+                L.MaxPooling2D(name="p1"), L.Conv2D(36, 3, strides=1, padding="same", name="c2"),
+                L.BatchNormalization(name="bn"), L.ReLU(6.0, name="r6"),
+                L.MaxPooling2D((2, 2), strides=2, name="p2"), L.Flatten(), L.Dense(3, name="d"))
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [("c1", ["p1"]), ("c2", ["bn", "r6", "p2"])]
+    assert fused == plain - 4
+
+
+def test_linear_conv_and_a_channel_count_off_vec4(tmp_path, monkeypatch):
+    model = seq("pooled_lin", (10, 9, 3), L.Conv2D(6, 3, name="c"), L.MaxPooling2D(name="p"))
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [("c", ["p"])] and fused == plain - 1
+
+
+@pytest.mark.parametrize("pool,activation", [
+    (L.MaxPooling2D(3, name="p"), "relu"),                     # 3x3 windows: not fused
+    (L.MaxPooling2D(2, strides=1, name="p"), "relu"),          # overlapping windows
+    (L.MaxPooling2D(2, padding="same", name="p"), "relu"),     # padded windows
+    (L.AveragePooling2D(2, name="p"), "relu"),                 # not a max
+    (L.MaxPooling2D(2, name="p"), "tanh"),                     # not a clamp activation
+    (L.MaxPooling2D(2, name="p"), "softmax"),                  # not pointwise
+])
+def test_pools_that_are_not_fused(pool, activation, tmp_path, monkeypatch):
+    model = seq("unpooled", (9, 9, 4), L.Conv2D(8, 3, activation=activation, name="c"), pool)
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert all("p" not in absorbed for _, absorbed in fusions)
+
+
+def test_a_pooled_conv_reports_keras_shapes_and_refuses_its_inner_output(tmp_path):
+    model = seq("pooled_ask", (9, 9, 4), L.Conv2D(8, 3, activation="relu", name="c"),
+                L.MaxPooling2D(name="p"), L.BatchNormalization(name="bn"))
+    randomize_weights(model)
+    x = np.random.default_rng(0).uniform(-1, 1, (1, 9, 9, 4)).astype("float32")
+    path = str(tmp_path / "pooled_ask.keras")
+    model.save(path)
+    with kg.load_model(path) as loaded:
+        with pytest.raises(fusion.FusedOutputError, match="'c'.*'c' \\(\\+p\\)"):
+            loaded.predict(x, outputs="c", verbose=0)
+        pooled = keras.Model(model.inputs, model.get_layer("p").output)
+        assert_close(loaded.predict(x, outputs="p", verbose=0), pooled.predict(x, verbose=0))
+        assert_close(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+        lines = []
+        loaded.summary(print_fn=lines.append)
+        assert "(None, 7, 7, 8)" in lines[0] and "(None, 3, 3, 8)" in lines[0]

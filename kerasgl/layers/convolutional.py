@@ -8,8 +8,9 @@ layer's real output layout, so channels_first softmax sees the axis Keras's does
 Graph fusions (for the model to call before build, when this layer's output feeds only the next
 layer): `fold_channel_affine(scale, shift)` folds a following per-output-channel affine map (an
 inference BatchNormalization) into kernel and bias, `fuse_activation(pointwise)` adopts a following
-pointwise activation, `absorb_zero_padding(pads)` takes over a preceding ZeroPadding. Each returns
-False, changing nothing, where the fusion would not be exact.
+pointwise activation, `absorb_zero_padding(pads)` takes over a preceding ZeroPadding, and
+`absorb_max_pool(layer)` (Conv2D) a following 2x2 MaxPooling2D. Each returns False, changing
+nothing, where the fusion would not be exact.
 """
 from __future__ import annotations
 
@@ -148,7 +149,18 @@ class _Conv(_ConvBase):
 
     def channels_last_shape(self, shape):
         self.check_channels(shape[-1], self.in_channels)
-        return (shape[0],) + self.output_spatial(shape[1:-1]) + (self.filters,)
+        spatial = self.output_spatial(shape[1:-1])
+        if self._pool > 1:                       # a MaxPooling2D fused in (absorb_max_pool)
+            spatial = tuple(None if size is None else size // self._pool for size in spatial)
+        return (shape[0],) + spatial + (self.filters,)
+
+    def unfused_output_shape(self, input_shape):
+        """The output shape Keras reports (before a fused-in pooling), for summary()."""
+        pool, self._pool = self._pool, 1
+        try:
+            return self.compute_output_shape(input_shape)
+        finally:
+            self._pool = pool
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
@@ -161,7 +173,22 @@ class _Conv(_ConvBase):
         self.check_channels(x.shape[-1], self.in_channels)
         strides, dilation, padding = self.geometry_2d(x.shape[1:-1])
         return self.run_2d(x, lambda x4: conv.conv2d(x4, self.kernel, strides, dilation, padding,
-                                                     self.act))
+                                                     self.act, pool=self._pool))
+
+    # -- MaxPooling2D fused in -----------------------------------------------------------------
+    _pool = 1                 # > 1: a following MaxPooling2D (pool x pool, stride pool, valid)
+
+    def absorb_max_pool(self, pool_layer) -> bool:
+        """Take over a MaxPooling2D applied right after (and after any fused activation): exact
+        for 2x2 windows with stride 2 and valid padding over a monotone activation (max and a
+        clamp commute), computed in the convolution's own dispatch."""
+        if (self.built or self.channels_first or self.spatial_rank != 2 or self._pool != 1
+                or self.fused is None or conv.clamp_bounds(self.act) is None
+                or pool_layer.channels_first or pool_layer.padding != "valid"
+                or tuple(pool_layer.pool_size) != (2, 2) or tuple(pool_layer.strides) != (2, 2)):
+            return False
+        self._pool = 2
+        return True
 
 
 @register("Conv2D", "Convolution2D")

@@ -205,10 +205,12 @@ def choose_pix(n_pixels: int, blocks: int) -> int:
 
 @any_storage
 def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
-           padding=((0, 0), (0, 0)), activation=LINEAR, out_hw=None) -> Tensor:
+           padding=((0, 0), (0, 0)), activation=LINEAR, out_hw=None, pool: int = 1) -> Tensor:
     """y[n, oy, ox, :] = act(bias + sum over kh, kw, cin of x * w), x of shape [n, h, w, cin].
     `padding` is ((top, bottom), (left, right)) in input pixels (of the dilated input for a
-    transposed convolution); out_hw, when given, overrides the computed output size."""
+    transposed convolution); out_hw, when given, overrides the computed output size.
+    pool > 1: the max over pool x pool windows (stride pool, valid) of that output instead, in
+    the same dispatch; `activation` must then be monotone (a clamp: see clamp_bounds)."""
     x._check_alive()
     if x.ndim != 4:
         raise ShapeError(f"conv2d expects a 4D input [batch, height, width, channels]. "
@@ -228,10 +230,17 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     if oh <= 0 or ow <= 0:
         raise ShapeError(f"conv2d: a {kernel.kh}x{kernel.kw} kernel (dilation {list(dilation)}) does "
                          f"not fit input shape {list(x.shape)}; the output would be {[n, oh, ow, kernel.cout]}.")
+    if pool > 1:
+        if clamp_bounds(activation) is None:
+            raise ValueError("conv2d: pooling inside the convolution needs a monotone activation.")
+        oh, ow = oh // pool, ow // pool
+        if oh <= 0 or ow <= 0:
+            raise ShapeError(f"conv2d: a {pool}x{pool} max pooling does not fit the convolution's "
+                             f"output of input shape {list(x.shape)}.")
     out = empty((n, oh, ow, kernel.cout))
     if out.size == 0:
         return out
-    n_pixels = n * oh * ow
+    n_pixels = n * oh * ow * pool * pool
     blocks = kernel.groups * kernel.blocks_pg
     cin_vec4 = kernel.cin_pg % 4 == 0 and cin % 4 == 0
     pix = choose_pix(n_pixels, blocks)
@@ -239,6 +248,8 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         # Scalar-input layers (mostly an RGB stem, once per model) get their own variant: a
         # smaller tile halves its cold JIT compile at little cost to one layer.
         pix = min(pix, SCALAR_PIX)
+    if pool > 1:
+        pix = max(pix, pool * pool) // (pool * pool) * (pool * pool)   # whole windows per tile
     n_work = math.ceil(n_pixels / pix) * blocks
     choice = tuning.current()
     x_format = "rgba32f" if cin_vec4 else "r32f"
@@ -249,7 +260,7 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         "LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "COUT_VEC": kernel.cout_vec,
         "CIN_VEC4": cin_vec4,
         "VEC_OUT": kernel.cout_pg % 4 == 0,
-        "INPUT_DIL_H": sh, "INPUT_DIL_W": sw,
+        "INPUT_DIL_H": sh, "INPUT_DIL_W": sw, "POOL": pool,
         **act_defines,
         "W_VIEW": w_view, "X_VIEW": x_view,
     }

@@ -102,10 +102,6 @@ def _block_config(M: int, N: int) -> tuple[int, int, int, int]:
     lx = 16 if lanes_n >= 16 else (4 if lanes_n >= 4 else 1)
     lanes_m = math.ceil(M / tm)
     ly = min(64 // lx, 16 if lanes_m >= 16 else (4 if lanes_m >= 4 else 1))
-    if lx == 16 and math.ceil(lanes_n / lx) * math.ceil(lanes_m / ly) < 4:
-        # Few rows (Dense at batch 1): llvmpipe runs each work group on one thread, so one group
-        # of 16 lanes would leave the other cores idle (1600x128 at M = 1: 225 -> see the notes).
-        lx = 4
     return tm, nv, lx, ly
 
 

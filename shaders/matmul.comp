@@ -19,6 +19,7 @@
 //   C_VEC4      N % 4 == 0: C rows are written as vec4
 //   HAS_BIAS    add bias[n] (BIAS_VEC4 when N % 4 == 0)
 //   ACT         pointwise activation from activations.glsl, applied last
+//   SOFTMAX     softmax over each row instead (N <= 4 * NV: one invocation holds a whole row)
 //   BROADCAST   batch offsets come from the strides below (else: b * M*K, b * K*N)
 //   LX, LY      work group size (lanes along N blocks, lanes along M blocks)
 #include "common.glsl"
@@ -105,6 +106,18 @@ vec4 load_b_row(int base, int k, int n) {
 #endif
 }
 
+#if HAS_BIAS
+vec4 bias_at(int n) {
+    // bias[n..n+3]; past N: 0.
+#if BIAS_VEC4
+    return bias4[n >> 2];
+#else
+    return vec4(bias[n], n + 1 < N ? bias[n + 1] : 0.0, n + 2 < N ? bias[n + 2] : 0.0,
+                n + 3 < N ? bias[n + 3] : 0.0);
+#endif
+}
+#endif
+
 vec4 act4(vec4 v) { return vec4(ACT(v.x), ACT(v.y), ACT(v.z), ACT(v.w)); }
 
 void main() {
@@ -158,23 +171,42 @@ void main() {
         }
     }
 
+#if SOFTMAX
+    // The whole row is this invocation's (4 * NV >= N, n0 == 0): softmax over it in registers,
+    // as jax.nn.softmax computes it: exp(x - max(x)) / sum(exp(x - max(x))).
+    for (int r = 0; r < TM; ++r) {
+        float top = uintBitsToFloat(0xff800000u);   // -inf
+        for (int j = 0; j < NV; ++j) {
+#if HAS_BIAS
+            acc[r * NV + j] += bias_at(4 * j);
+#endif
+            for (int q = 0; q < 4; ++q)
+                if (4 * j + q < N) top = max(top, acc[r * NV + j][q]);
+        }
+        float sum = 0.0;
+        for (int j = 0; j < NV; ++j) {
+            for (int q = 0; q < 4; ++q) {
+                float e = 4 * j + q < N ? exp(acc[r * NV + j][q] - top) : 0.0;
+                acc[r * NV + j][q] = e;
+                sum += e;
+            }
+        }
+        for (int j = 0; j < NV; ++j) acc[r * NV + j] /= sum;
+    }
+#endif
+
     int c_base = batch * M * N;
     for (int j = 0; j < NV; ++j) {
         int n = n0 + 4 * j;
         if (n >= N) break;
-#if HAS_BIAS
-#if BIAS_VEC4
-        vec4 bias_v = bias4[n >> 2];
-#else
-        vec4 bias_v = vec4(bias[n], n + 1 < N ? bias[n + 1] : 0.0, n + 2 < N ? bias[n + 2] : 0.0,
-                           n + 3 < N ? bias[n + 3] : 0.0);
-#endif
+#if HAS_BIAS && !SOFTMAX
+        vec4 bias_v = bias_at(n);
 #endif
         for (int r = 0; r < TM; ++r) {
             int m = m0 + r;
             if (m >= M) break;
             vec4 v = acc[r * NV + j];
-#if HAS_BIAS
+#if HAS_BIAS && !SOFTMAX
             v += bias_v;
 #endif
             v = act4(v);

@@ -22,6 +22,20 @@ def test_dense_grid(input_shape, units, activation, use_bias, tmp_path):
     assert_matches_keras(model, tmp_path)
 
 
+@pytest.mark.parametrize("units", [1, 3, 10, 32, 33])
+@pytest.mark.parametrize("rows", [1, 5, 40])
+def test_dense_softmax_in_the_matmul_and_after_it(units, rows, tmp_path):
+    """Up to 32 units the softmax runs in the matmul's epilogue (one dispatch, no softmax.comp);
+    from 33 on, as a separate softmax. Logits spread wide, so that a missing max shift shows."""
+    model = keras.Sequential([keras.Input((24,)), L.Dense(units, activation="softmax")],
+                             name=f"dense_softmax_{units}")
+    x = np.random.default_rng(units).uniform(-30, 30, (rows, 24)).astype("float32")
+    assert_matches_keras(model, tmp_path, inputs=[x])
+    with kg.load_model(str(tmp_path / f"dense_softmax_{units}.keras")) as loaded:
+        layer = loaded.layers[-1]
+        assert ("softmax.comp" in layer.shaders) == (units > 32)
+
+
 def test_dense_wide_stack(tmp_path):
     model = keras.Sequential([keras.Input((64,)), L.Dense(130, activation="gelu"),
                               L.Dense(33, activation="sigmoid"), L.Dense(10, activation="softmax")],

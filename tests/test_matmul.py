@@ -131,3 +131,26 @@ def test_no_tensor_left_behind():
         out = kg.keep(dense(kg.zeros((2, 3, 4)), kg.zeros((4, 5))))
     assert kg.memory().num_tensors == before + 1
     out.dispose()
+
+
+def _softmax_rows(z):
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("n", [1, 6, 32])
+def test_softmax_epilogue_matches_numpy(n):
+    rng = np.random.default_rng(n)
+    a = rng.uniform(-3, 3, (2, 5, 20)).astype(np.float32)
+    b = rng.uniform(-3, 3, (20, n)).astype(np.float32)
+    bias = rng.uniform(-3, 3, n).astype(np.float32)
+    with kg.tidy():
+        out = matmul(kg.tensor(a), kg.tensor(b), kg.tensor(bias), "softmax").numpy()
+    np.testing.assert_allclose(out, _softmax_rows(a @ b + bias), rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_epilogue_refuses_wide_rows():
+    with kg.tidy():
+        a, b = kg.ones((2, 4)), kg.ones((4, 33))
+        with pytest.raises(kg.ShapeError, match="at most 32 columns"):
+            matmul(a, b, activation="softmax")

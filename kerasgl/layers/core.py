@@ -34,7 +34,10 @@ class Dense(AffineFoldable, Layer):
         self.expect_weights(2 if self.use_bias else 1)
         self.activation = self.option("activation")
         self.fused = activations.pointwise(self.activation, keras_major, f"Layer '{self.name}'")
-        if self.fused is None:
+        # A softmax over few units runs in the matmul's epilogue (ops/matmul.py).
+        self._softmax_in_matmul = (self.fused is None and self.units <= matmul.SOFTMAX_MAX_COLUMNS
+                                   and activations.activation_name(self.activation) == "softmax")
+        if self.fused is None and not self._softmax_in_matmul:
             self.shaders = ("matmul.comp", "softmax.comp")
         kernel = self.weights_np[0]
         if kernel.shape[1:] != (self.units,):
@@ -83,6 +86,8 @@ class Dense(AffineFoldable, Layer):
             raise self.shape_error(f"expects the last input dimension to be {self.kernel.shape[0]}. "
                                    f"Received input shape {tuple(inputs.shape)}.")
         fn = self.fused
+        if fn is None and self._softmax_in_matmul:
+            return matmul.dense(inputs, self.kernel, self.bias, "softmax")
         out = matmul.dense(inputs, self.kernel, self.bias,
                            fn.function if fn else None, fn.params if fn else ())
         if fn is not None:

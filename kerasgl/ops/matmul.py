@@ -105,6 +105,19 @@ def _block_config(M: int, N: int) -> tuple[int, int, int, int]:
     return tm, nv, lx, ly
 
 
+# A Dense with softmax of at most this many units computes the softmax in the matmul's epilogue
+# (one invocation holds a row: N <= 4 * NV): one dispatch fewer for a classifier head (llvmpipe
+# costs ~35 us per dispatch whatever it does).
+SOFTMAX_MAX_COLUMNS = 32
+
+
+def _softmax_block_config(M: int, N: int) -> tuple[int, int, int, int]:
+    """One row per invocation, all its columns (see _block_config for the fields)."""
+    nv = math.ceil(N / 4)
+    ly = 16 if M >= 16 else (4 if M >= 4 else 1)
+    return 1, nv, 1, ly
+
+
 def _pad(values, fill=0):
     return tuple(values) + (fill,) * (MAX_BATCH_RANK - len(values))
 
@@ -117,8 +130,12 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
 
     bias: a 1-D tensor of length N (the last output dimension), added before the activation.
     activation: a function of shaders/activations.glsl ('relu' or 'act_relu'); activation_params
-    fill its uniforms act_p0.. (e.g. the slope of leaky_relu).
+    fill its uniforms act_p0.. (e.g. the slope of leaky_relu). 'softmax': a softmax over each
+    row, in the same dispatch, for N <= SOFTMAX_MAX_COLUMNS (a classifier head).
     """
+    softmax = activation in ("softmax", "act_softmax")
+    if softmax:
+        activation = None
     a, b = _check_operand(a, "a"), _check_operand(b, "b")
     out_shape = matmul_shape(a.shape, b.shape, transpose_a, transpose_b)
     a_shape = (1,) + a.shape if a.ndim == 1 else a.shape
@@ -136,8 +153,11 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
             raise ShapeError(f"matmul: bias must have shape [{N}] (the output's last dimension). "
                              f"Received bias of shape {list(bias.shape)}.")
 
-    if a.ndim >= 2 and b.ndim >= 2 and _runs_as_conv(M, K, N, math.prod(out_shape[:-2]),
-                                                      transpose_a, transpose_b, a_shape, bias):
+    if softmax and N > SOFTMAX_MAX_COLUMNS:
+        raise ShapeError(f"matmul: a softmax in the matmul needs at most {SOFTMAX_MAX_COLUMNS} "
+                         f"columns. Received an output of shape {list(out_shape)}.")
+    if not softmax and a.ndim >= 2 and b.ndim >= 2 and _runs_as_conv(
+            M, K, N, math.prod(out_shape[:-2]), transpose_a, transpose_b, a_shape, bias):
         return _matmul_as_conv(a, b, bias, activation, activation_params, M, K, N, out_shape)
 
     out = empty(out_shape)
@@ -162,7 +182,7 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
     b_rs, b_cs = (1, b_cols) if transpose_b else (b_cols, 1)
     a_aligned = a_cs == 1 and K % 4 == 0 and all(s % 4 == 0 for _, s, _ in merged)
     b_aligned = b_cs == 1 and N % 4 == 0 and all(s % 4 == 0 for _, _, s in merged)
-    tm, nv, lx, ly = _block_config(M, N)
+    tm, nv, lx, ly = _softmax_block_config(M, N) if softmax else _block_config(M, N)
     views_wanted = tuning.current().matmul_views
     a_view = views_wanted and a_aligned and buffer_views.fits(a.nbytes)
     b_view = views_wanted and b_aligned and buffer_views.fits(b.nbytes)
@@ -171,7 +191,7 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
         "A_VEC4": a_aligned, "B_VEC4": b_aligned, "C_VEC4": N % 4 == 0,
         "A_VIEW": a_view, "B_VIEW": b_view,
         "HAS_BIAS": bias is not None, "BIAS_VEC4": bias is not None and N % 4 == 0,
-        "ACT": activation_function(activation), "BROADCAST": not plain,
+        "ACT": activation_function(activation), "BROADCAST": not plain, "SOFTMAX": softmax,
     }
     uniforms = {
         "M": M, "N": N, "K": K, "a_rs": a_rs, "a_cs": a_cs, "b_rs": b_rs, "b_cs": b_cs,

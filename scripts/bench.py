@@ -276,8 +276,11 @@ def bench_dispatch(quick: bool) -> dict:
     - dispatch: the same shader through ops.dispatch.run into a preallocated output (bind,
       uniforms, glDispatchCompute, barrier): what an execution plan pays per step;
     - op + finish: each op followed by glFinish: a round trip to the GPU;
-    - readback: `c.numpy()` of one element (glGetBufferSubData)."""
+    - readback: `c.numpy()` of one element (glGetBufferSubData);
+    - driver: the same compiled program dispatched straight through moderngl (buffers bound
+      once, no kerasgl code): the floor of any dispatch on this driver."""
     import kerasgl as kg
+    from kerasgl import context, shaders
     from kerasgl.ops import dispatch
     count = 200 if quick else 3000
     result = {"calls": count}
@@ -300,13 +303,21 @@ def bench_dispatch(quick: bool) -> dict:
             return statistics.median(samples)
 
         result["op_us"] = per_call_us(lambda: (a + b).dispose())
+        defines = {"OP": "binary_add", "A_SCALAR": False, "B_SCALAR": False, "BROADCAST": False}
         try:
-            defines = {"OP": "binary_add", "A_SCALAR": False, "B_SCALAR": False, "BROADCAST": False}
             result["dispatch_us"] = per_call_us(lambda: dispatch.run(
                 "binary.comp", defines=defines, buffers=[a, b, out], uniforms={"n": 1},
                 groups=(1, 1, 1)))
         except Exception as exc:   # the shader's interface changed: report, do not fail the run
             result["dispatch_us"], result["dispatch_error"] = None, f"{type(exc).__name__}: {exc}"
+        try:
+            program = shaders.program("binary.comp", defines)
+            for binding, t in enumerate((a, b, out)):
+                t.gl_buffer().bind_to_storage_buffer(binding)
+            barrier = context.get_context().memory_barrier
+            result["driver_us"] = per_call_us(lambda: (program.run(1, 1, 1), barrier()))
+        except Exception as exc:
+            result["driver_us"], result["driver_error"] = None, f"{type(exc).__name__}: {exc}"
         result["op_finish_us"] = per_call_us(lambda: (a + b).dispose(), calls=count // 5,
                                              sync_each=True)
         result["readback_us"] = per_call_us(lambda: out.numpy(), calls=count // 5)
@@ -632,8 +643,12 @@ def verdicts(results: dict) -> list[tuple[str, str, str]]:
                         "met" if frac >= TARGETS["gemm_1024_fraction_of_numpy"] else "not met"))
     disp = results["micro"].get("dispatch")
     if disp and disp.get("dispatch_us") is not None:
+        floor = disp.get("driver_us")
+        floor_text = "" if floor is None else \
+            f"; the driver alone takes {floor:.1f} us (moderngl, no kerasgl code)"
         out.append(("one dispatch <= 20 us",
-                    f"bare dispatch {disp['dispatch_us']:.1f} us, whole tiny op {disp['op_us']:.1f} us",
+                    f"bare dispatch {disp['dispatch_us']:.1f} us, whole tiny op {disp['op_us']:.1f} us"
+                    + floor_text,
                     "met" if disp["dispatch_us"] <= TARGETS["dispatch_us"] else "not met"))
     for row in results["models"]:
         name, speedup = row["model"], row.get("b1_speedup")
@@ -694,9 +709,11 @@ def markdown_tables(results: dict) -> str:
     disp = micro.get("dispatch")
     if disp:
         lines += ["### Fixed cost of one GPU op (two 1-element tensors)", "",
-                  "| tiny op (`a + b`, alloc + free) | bare dispatch | op + glFinish | readback (`numpy()`) |",
-                  "|---:|---:|---:|---:|",
+                  "| tiny op (`a + b`, alloc + free) | bare dispatch | driver floor (moderngl only) "
+                  "| op + glFinish | readback (`numpy()`) |",
+                  "|---:|---:|---:|---:|---:|",
                   f"| {disp['op_us']:.1f} us | {fmt(disp.get('dispatch_us'))} us "
+                  f"| {fmt(disp.get('driver_us'))} us "
                   f"| {disp['op_finish_us']:.1f} us | {disp['readback_us']:.1f} us |", ""]
     if results["models"]:
         batch = results["settings"]["batch"]

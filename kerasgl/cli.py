@@ -4,6 +4,7 @@
     kerasgl summary model.keras [--expand-nested]
     kerasgl info
     kerasgl demo
+    kerasgl tune [--dry-run]
     kerasgl gl-objects [...]
 
 predict reads one .npy (one-input model) or a .npz (several inputs, by input name, else in input
@@ -95,6 +96,23 @@ def cmd_demo(args) -> int:
     return demo.main(repeats=args.repeats)
 
 
+def cmd_tune(args) -> int:
+    from . import autotune
+    print(f"Timing kernel variants on {kg_info_line()} (each compiled once first)...")
+    if args.dry_run:
+        chosen = autotune.measure(report=print)
+    else:
+        chosen = autotune.measure_and_save(report=print)
+    print("choices: " + ", ".join(f"{k}={v}" for k, v in chosen.items()))
+    return 0
+
+
+def kg_info_line() -> str:
+    from . import context
+    info = context.info()
+    return f"{info.renderer} ({info.version})"
+
+
 def cmd_gl_objects(args, rest) -> int:
     from . import gl_dump   # imported only here: it is a diagnostic tool
     return gl_dump.main(rest)
@@ -124,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="classify digits with the small model shipped in the package")
     p.add_argument("--repeats", type=int, default=20, help="predict calls timed for steady state")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("tune", help="time the kernel variants on this GPU and cache the fastest "
+                                    "(kerasgl/autotune.py)")
+    p.add_argument("--dry-run", action="store_true", help="print the timings, write nothing")
+    p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("gl-objects", help="GL objects before and after a workload (diagnostic)",
                        add_help=False)

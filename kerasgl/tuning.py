@@ -8,8 +8,9 @@ results do not depend on the device's tuning beyond float rounding of the driver
 Choices come from three places, later ones winning:
 1. defaults by renderer family (`_DEFAULTS`), measured on the devices named there;
 2. a per-device JSON file under `$XDG_CACHE_HOME/kerasgl/` (default `~/.cache/kerasgl/`), keyed
-   by renderer and GL version, written by `measure_and_save()` (scripts/probe_*.py or a user);
-   never required: an unreadable or unwritable cache is ignored;
+   by renderer and GL version, written by a short measurement of the variants on the device
+   (kerasgl/autotune.py: `kerasgl tune` from the shell); never required: an unreadable or
+   unwritable cache is ignored;
 3. the environment variable KERASGL_TUNING, e.g. `conv_weights_image=0,conv_input_image=0`
    (what the tests use to run every variant).
 

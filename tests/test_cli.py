@@ -87,3 +87,13 @@ def test_info_and_gl_objects():
     assert "renderer" in info and "kerasgl" in info
     snapshot = json.loads(kerasgl("gl-objects", "--json").stdout)
     assert isinstance(snapshot, dict)
+
+
+def test_tune_dry_run_reports_every_trial_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    out = kerasgl("tune", "--dry-run").stdout
+    from kerasgl import autotune
+    for trial in autotune.TRIALS:
+        assert trial.field in out
+    assert "choices:" in out
+    assert not (tmp_path / "kerasgl").exists()

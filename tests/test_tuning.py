@@ -174,3 +174,27 @@ def test_unwritable_or_corrupt_cache_is_harmless(monkeypatch, tmp_path):
         assert tuning.current() is not None
     finally:
         tuning.reset()
+
+
+def test_measure_and_save_writes_a_choice_for_every_setting(tmp_path, monkeypatch):
+    """The short per-device measurement (kerasgl/autotune.py) tries every trial, writes a valid
+    value for each setting into this device's cache entry, and leaves no tensor behind. (Which
+    variant wins is the machine's business: nothing here asserts a speed.)"""
+    from kerasgl import autotune
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(tuning.ENV, raising=False)
+    lines = []
+    before = kg.memory().num_tensors
+    try:
+        chosen = autotune.measure_and_save(scale=1, repeats=1, report=lines.append)
+        saved = json.loads((tmp_path / "kerasgl" / "tuning.json").read_text())[tuning.device_key()]
+        assert saved == chosen
+        assert tuning.current() == tuning.Tuning(**chosen)
+    finally:
+        tuning.reset()
+    for trial in autotune.TRIALS:
+        assert chosen[trial.field] in trial.values
+        assert any(line.startswith(trial.field) for line in lines)
+    assert "saved to" in lines[-1]
+    assert kg.memory().num_tensors == before
+    assert os.environ.get(tuning.ENV) is None            # the override used while timing is gone

@@ -23,5 +23,8 @@ python3 -c "import kerasgl; print(kerasgl.info())" 2>&1 | tee "$OUT/info.txt" ||
 python3 -m pytest -q -p no:cacheprovider tests/test_tensor.py tests/test_memory.py \
   tests/test_driver_objects.py tests/test_conformance_kerasjs.py tests/test_keras2_files.py \
   2>&1 | tee "$OUT/tests.log"
-python3 scripts/bench_gpu.py --model .gpu/mobilenetv2.keras --json "$OUT/bench_gpu.json" \
-  2>&1 | tee "$OUT/bench_gpu.log"
+# Which kernel variants this GPU prefers (views or SSBO loads, ...): printed and cached, so that
+# the benchmark after it runs with them (kerasgl/autotune.py).
+XDG_CACHE_HOME=$OUT/cache python3 -m kerasgl.cli tune 2>&1 | tee "$OUT/tune.log"
+XDG_CACHE_HOME=$OUT/cache python3 scripts/bench_gpu.py --model .gpu/mobilenetv2.keras \
+  --json "$OUT/bench_gpu.json" 2>&1 | tee "$OUT/bench_gpu.log"

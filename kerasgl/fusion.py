@@ -81,18 +81,22 @@ class Fusion:
 
 class FusedAway(Layer):
     """Stands in for a layer whose work another layer now does: its output is its input (a view),
-    so the graph keeps the node (names, consumers, outputs) without a dispatch."""
+    so the graph keeps the node (names, consumers, outputs) without a dispatch. A merge of several
+    inputs passes on the one at `source` (the host's output, which holds the merged value)."""
 
-    def __init__(self, original: Layer, host: str):
+    def __init__(self, original: Layer, host: str, source: int | None = None):
         super().__init__(original.spec, original.keras_major)
-        self.original, self.host = original, host
+        self.original, self.host, self.source = original, host, source
         self.weights_np = []           # the original keeps them (and counts them)
         self.shaders = ()
 
     def compute_output_shape(self, input_shape):
-        return input_shape      # what flows; a ZeroPadding's padded shape is the host's business
+        # What flows; a ZeroPadding's padded shape is the host's business.
+        return input_shape if self.source is None else input_shape[self.source]
 
     def call(self, inputs, **kwargs):
+        if self.source is not None:
+            inputs = inputs[self.source]
         return view(inputs, inputs.shape)
 
     @property
@@ -167,6 +171,8 @@ class _Fuser:
                 self._chain(node, layer)
             elif isinstance(layer, BinaryOp):
                 self._chain_op_node(node, layer)
+            if layer.class_name == "Add" and not isinstance(node.layer, FusedAway):
+                self._add_into_producer(node)
 
     # -- conditions ---------------------------------------------------------------------------
     def _sole_reader(self, ref: TensorRef):
@@ -253,6 +259,76 @@ class _Fuser:
         node.layer = self.graph.layers[op_node.name] = fused
         self._replace(reader, op_node.name)
         self._record(op_node.name, [reader.layer.name], [node.output_ref()])
+
+    # -- Add (+ activation) -> the convolution producing one of its two inputs ------------------------
+    def _add_into_producer(self, node) -> None:
+        """A residual connection: Add(a, conv(x)) (and its fused activation) computed in the
+        epilogue of the convolution, which reads `a` as it writes: one pass fewer over the
+        tensor, one dispatch fewer. Only where the convolution's output goes to this Add alone,
+        `a` is computed before the convolution runs, and both have the shape of the sum."""
+        if len(node.refs) != 2 or len(node.args) != 1 or self.refs_in(node.kwargs) \
+                or node.refs[0] == node.refs[1]:
+            return
+        order = {n.output_ref(): i for i, n in enumerate(self.graph.nodes)}
+        shapes = self._dry_shapes()
+        for source, ref in enumerate(node.refs):
+            other = node.refs[1 - source]
+            host_node, passed = self._fused_producer(ref)
+            if host_node is None or ref in self.outputs or self.consumers.get(ref) != [node] \
+                    or not hasattr(host_node.layer, "absorb_add") \
+                    or self.calls.get(host_node.layer.name) != 1 or len(host_node.refs) != 1:
+                continue
+            # The tensor holding `other`'s value: a folded BatchNormalization's output is its
+            # host's (the fused-away node making the view may come after the convolution).
+            source_node, _ = self._fused_producer(other)
+            if source_node is not None:
+                other = source_node.output_ref()
+            if order.get(other, -1) >= order[host_node.output_ref()]:
+                continue                   # `other` is computed after the convolution
+            out = shapes.get(node.output_ref())
+            if out is None or None in out[1:] or shapes.get(host_node.output_ref()) != out \
+                    or shapes.get(other) != out:
+                continue
+            if not host_node.layer.absorb_add(node.layer.epilogue):
+                continue
+            host_node.args = [host_node.refs[0], other]
+            host_node.refs = [host_node.refs[0], other]
+            self.consumers.setdefault(other, []).append(host_node)
+            add_name = node.layer.name
+            node.layer = FusedAway(node.layer, host_node.layer.name, source)
+            self._record(host_node.layer.name, [add_name], passed)
+            self._move_fusion(add_name, host_node.layer.name)
+            return
+
+    def _fused_producer(self, ref):
+        """(node, refs): the node whose dispatch computes `ref`, and the refs in between that only
+        pass its value on: layers fused away into it (a folded BatchNormalization) and inference
+        identities (Dropout) that alone read their input."""
+        from .layers.regularization import InferenceIdentity
+        node, passed = self.producer.get(ref), [ref]
+        while node is not None and len(node.refs) == 1:
+            layer, source = node.layer, node.refs[0]
+            if isinstance(layer, FusedAway) and layer.source is None:
+                host = self.producer.get(source)
+                if host is None or (not isinstance(host.layer, FusedAway)
+                                    and host.layer.name != layer.host):
+                    return None, []
+            elif not (isinstance(layer, InferenceIdentity) and source not in self.outputs
+                      and self.consumers.get(source) == [node]):
+                break
+            node, passed = self.producer.get(source), passed + [source]
+        return node, passed
+
+    def _move_fusion(self, old_host: str, new_host: str) -> None:
+        """What was fused into `old_host` (an Add's activation) now belongs to `new_host`."""
+        moved = next((f for f in self.graph.fusions if f.host == old_host), None)
+        if moved is None:
+            return
+        self.graph.fusions.remove(moved)
+        self._record(new_host, moved.absorbed, moved.changed)
+        for reader in self.graph.nodes:
+            if isinstance(reader.layer, FusedAway) and reader.layer.host == old_host:
+                reader.layer.host = new_host
 
     # -- what a layer contributes ------------------------------------------------------------------
     def _pointwise(self, node):

@@ -54,6 +54,15 @@ layout(std430, binding = 1) readonly buffer W { vec4 w[]; };
 #define LOAD_W(i) w[i]
 #endif
 layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
+// RESIDUAL: a tensor of the output's layout added before the activation (a residual connection's
+// Add, fused at load: kerasgl/fusion.py); read through a view (R_VIEW) like the input.
+#if R_VIEW
+layout(rgba32f, binding = 2) readonly uniform imageBuffer r_view;
+#define LOAD_R4(i) imageLoad(r_view, i)
+#elif RESIDUAL
+layout(std430, binding = 4) readonly buffer R { vec4 r4[]; };
+#define LOAD_R4(i) r4[i]
+#endif
 #if VEC_OUT
 layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };
 #else
@@ -199,8 +208,12 @@ void main() {
 #if VEC_OUT
             // cout_pg % 4 == 0: a vec4 of channels is either all in the group or all past it.
             vec4 a = acc[p][v];
-            if (cout_in_group + 4 * v < cout_pg)
+            if (cout_in_group + 4 * v < cout_pg) {
+#if RESIDUAL
+                a += LOAD_R4((out_base >> 2) + v);
+#endif
                 y4[(out_base >> 2) + v] = vec4(ACT(a.x), ACT(a.y), ACT(a.z), ACT(a.w));
+            }
 #else
             for (int j = 0; j < 4; ++j) {
                 int oc = cout_in_group + 4 * v + j;

@@ -338,3 +338,82 @@ def test_a_pooled_conv_reports_keras_shapes_and_refuses_its_inner_output(tmp_pat
         lines = []
         loaded.summary(print_fn=lines.append)
         assert "(None, 7, 7, 8)" in lines[0] and "(None, 3, 3, 8)" in lines[0]
+
+
+# -- Add (a residual connection) into the convolution producing one of its inputs ---------------
+def _residual_model(project: bool, activation: str | None = "relu"):
+    """ResNet's two blocks: the input added back (identity), or a projected shortcut
+    (conv + BatchNormalization, made before the main branch as Keras's ResNet does)."""
+    x = keras.Input((7, 7, 8), name="x")
+    width = 16 if project else 8
+    shortcut = L.BatchNormalization(name="bn0")(L.Conv2D(16, 1, name="c0")(x)) if project else x
+    h = L.Conv2D(8, 3, padding="same", activation="relu", name="c1")(x)
+    h = L.Conv2D(width, 1, name="c2")(h)
+    h = L.BatchNormalization(name="bn2")(h)
+    h = L.Dropout(0.2, noise_shape=(None, 1, 1, 1), name="drop")(h)   # as EfficientNet's blocks
+    out = L.Add(name="add")([shortcut, h])
+    if activation:
+        out = L.Activation(activation, name="act")(out)
+    return keras.Model(x, L.GlobalAveragePooling2D(name="gap")(out), name=f"res_{project}_{activation}")
+
+
+@pytest.mark.parametrize("project", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu", None])
+def test_residual_add_and_activation_go_into_the_convolution(project, activation, tmp_path,
+                                                            monkeypatch):
+    _, _, fused, plain, fusions = run_both(_residual_model(project, activation), tmp_path,
+                                           monkeypatch)
+    hosts = dict(fusions)
+    added = ["add"] + (["act"] if activation else [])     # "drop" (inference: a view) is passed
+    if project:
+        # Into whichever convolution runs second (Keras's node order decides), with its BN.
+        assert sorted([hosts["c0"], hosts["c2"]]) == sorted([["bn0"] + added, ["bn2"]]) or \
+            sorted([hosts["c0"], hosts["c2"]]) == sorted([["bn0"], ["bn2"] + added])
+    else:
+        assert hosts["c2"] == ["bn2"] + added
+
+
+def test_residual_fusion_keeps_the_sum_readable_and_refuses_the_parts(tmp_path):
+    model = _residual_model(True, None)
+    randomize_weights(model)
+    x = np.random.default_rng(0).uniform(-1, 1, (2, 7, 7, 8)).astype("float32")
+    path = str(tmp_path / "res.keras")
+    model.save(path)
+    with kg.load_model(path) as loaded:
+        host = next(f.host for f in fusion.fusions_of(loaded._graph) if "add" in f.absorbed)
+        for name in ((host, "bn2", "drop") if host == "c2" else (host, "bn0")):
+            with pytest.raises(fusion.FusedOutputError, match=f"'{name}'"):
+                loaded.predict(x, outputs=name, verbose=0)
+        added = keras.Model(model.inputs, model.get_layer("add").output)
+        assert_close(loaded.predict(x, outputs="add", verbose=0), added.predict(x, verbose=0))
+        lines = []
+        loaded.summary(print_fn=lines.append)
+        assert "add (Add)" in lines[0] and ("fused into c2" in lines[0] or "fused into c0" in lines[0])
+
+
+@pytest.mark.parametrize("case", ["broadcast", "read_twice", "own_activation", "groups",
+                                  "channels", "three_inputs", "later_input"])
+def test_adds_that_stay_separate(case, tmp_path, monkeypatch):
+    x = keras.Input((6, 6, 8), name="x")
+    if case == "broadcast":            # the other input is broadcast along height and width
+        conv = L.Conv2D(8, 1, name="c")(x)
+        out = L.Add(name="add")([conv, L.GlobalAveragePooling2D(keepdims=True, name="g")(x)])
+    elif case == "read_twice":         # the convolution's output is also read elsewhere
+        conv = L.Conv2D(8, 1, name="c")(x)
+        out = L.Concatenate(name="cat")([L.Add(name="add")([x, conv]), conv])
+    elif case == "own_activation":     # act(conv) + x is not conv + x
+        out = L.Add(name="add")([x, L.Conv2D(8, 1, activation="relu", name="c")(x)])
+    elif case == "groups":
+        out = L.Add(name="add")([x, L.Conv2D(8, 1, groups=2, name="c")(x)])
+    elif case == "channels":           # output channels not a multiple of 4
+        y = L.Conv2D(6, 1, name="c0")(x)
+        out = L.Add(name="add")([y, L.Conv2D(6, 1, name="c")(y)])
+        out = L.Add(name="add2")([L.Conv2D(6, 1, name="c2")(x), out])
+    elif case == "three_inputs":
+        out = L.Add(name="add")([x, x, L.Conv2D(8, 1, name="c")(x)])
+    else:                              # the other input is computed after the convolution
+        conv = L.Conv2D(8, 1, name="c")(x)
+        out = L.Add(name="add")([conv, L.Activation("tanh", name="later")(x)])
+    model = keras.Model(x, out, name=f"sep_{case}")
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert all("add" not in absorbed and "add2" not in absorbed for _, absorbed in fusions)

@@ -8,9 +8,10 @@ layer's real output layout, so channels_first softmax sees the axis Keras's does
 Graph fusions (for the model to call before build, when this layer's output feeds only the next
 layer): `fold_channel_affine(scale, shift)` folds a following per-output-channel affine map (an
 inference BatchNormalization) into kernel and bias, `fuse_activation(pointwise)` adopts a following
-pointwise activation, `absorb_zero_padding(pads)` takes over a preceding ZeroPadding, and
-`absorb_max_pool(layer)` (Conv2D) a following 2x2 MaxPooling2D. Each returns False, changing
-nothing, where the fusion would not be exact.
+pointwise activation, `absorb_zero_padding(pads)` takes over a preceding ZeroPadding,
+`absorb_max_pool(layer)` (Conv2D) a following 2x2 MaxPooling2D, and `absorb_add(epilogue)` (Conv2D)
+the Add of a residual connection. Each returns False, changing nothing, where the fusion would not
+be exact.
 """
 from __future__ import annotations
 
@@ -162,7 +163,7 @@ class _Conv(_ConvBase):
         finally:
             self._pool = pool
 
-    def build(self, input_shape):
+    def build(self, input_shape, residual_shape=None):
         self.compute_output_shape(input_shape)
         kernel, bias = self.folded(self.weights_np[0], self.weights_np[1] if self.use_bias else None,
                                    lambda k, scale: k * scale)
@@ -174,6 +175,33 @@ class _Conv(_ConvBase):
         strides, dilation, padding = self.geometry_2d(x.shape[1:-1])
         return self.run_2d(x, lambda x4: conv.conv2d(x4, self.kernel, strides, dilation, padding,
                                                      self.act, pool=self._pool))
+
+    # -- an Add fused in (a residual connection) -------------------------------------------------
+    _residual = False         # call(x, residual) computes act(conv(x) + residual)
+
+    def absorb_add(self, epilogue) -> bool:
+        """Take over the Add this convolution's output goes to (and the Add's fused activation,
+        `epilogue`, None for none): its other input is then this layer's second input, added in
+        the epilogue before the activation. Exact: the same sum, then the same activation."""
+        if (self.built or self.channels_first or self.spatial_rank != 2 or self._pool != 1
+                or self._residual or self.groups != 1 or self.filters % 4
+                or self.fused is None or not self.fused.is_identity):
+            return False
+        self._residual = True
+        if epilogue is not None:
+            self.fused = self.act = epilogue
+        return True
+
+    def compute_output_shape(self, input_shape, residual_shape=None):
+        return super().compute_output_shape(input_shape)
+
+    def call(self, inputs, residual=None, **kwargs):
+        if residual is None:
+            return super().call(inputs)
+        self.check_channels(inputs.shape[-1], self.in_channels)   # channels-last 2D (absorb_add)
+        strides, dilation, padding = self.geometry_2d(inputs.shape[1:-1])
+        return conv.conv2d(inputs, self.kernel, strides, dilation, padding, self.act,
+                           residual=residual)
 
     # -- MaxPooling2D fused in -----------------------------------------------------------------
     _pool = 1                 # > 1: a following MaxPooling2D (pool x pool, stride pool, valid)

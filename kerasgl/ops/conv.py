@@ -205,12 +205,15 @@ def choose_pix(n_pixels: int, blocks: int) -> int:
 
 @any_storage
 def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
-           padding=((0, 0), (0, 0)), activation=LINEAR, out_hw=None, pool: int = 1) -> Tensor:
+           padding=((0, 0), (0, 0)), activation=LINEAR, out_hw=None, pool: int = 1,
+           residual: Tensor | None = None) -> Tensor:
     """y[n, oy, ox, :] = act(bias + sum over kh, kw, cin of x * w), x of shape [n, h, w, cin].
     `padding` is ((top, bottom), (left, right)) in input pixels (of the dilated input for a
     transposed convolution); out_hw, when given, overrides the computed output size.
     pool > 1: the max over pool x pool windows (stride pool, valid) of that output instead, in
-    the same dispatch; `activation` must then be monotone (a clamp: see clamp_bounds)."""
+    the same dispatch; `activation` must then be monotone (a clamp: see clamp_bounds).
+    residual: a tensor of the output's shape added before the activation (a residual
+    connection's Add, fused at load); output channels per group must be a multiple of 4."""
     x._check_alive()
     if x.ndim != 4:
         raise ShapeError(f"conv2d expects a 4D input [batch, height, width, channels]. "
@@ -237,6 +240,11 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         if oh <= 0 or ow <= 0:
             raise ShapeError(f"conv2d: a {pool}x{pool} max pooling does not fit the convolution's "
                              f"output of input shape {list(x.shape)}.")
+    if residual is not None and (tuple(residual.shape) != (n, oh, ow, kernel.cout) or pool > 1
+                                 or kernel.cout_pg % 4):
+        raise ShapeError(f"conv2d: a residual of shape {list(residual.shape)} cannot be added to "
+                         f"an output of shape {[n, oh, ow, kernel.cout]} (pool {pool}, "
+                         f"{kernel.cout_pg} channels per group).")
     out = empty((n, oh, ow, kernel.cout))
     if out.size == 0:
         return out
@@ -263,6 +271,8 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         "INPUT_DIL_H": sh, "INPUT_DIL_W": sw, "POOL": pool,
         **act_defines,
         "W_VIEW": w_view, "X_VIEW": x_view,
+        "RESIDUAL": residual is not None,
+        "R_VIEW": residual is not None and choice.conv_input_image and buffer_views.fits(residual.nbytes),
     }
     row_stride = kernel.cout_vec if kernel.row_stride is None else kernel.row_stride
     block_stride = (kernel.kh * kernel.kw * kernel.cin_pg * kernel.cout_vec
@@ -274,8 +284,10 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
                 "stride_w": strides[1], "dil_h": dilation[0], "dil_w": dilation[1],
                 "n_blocks": blocks, "n_work": n_work, "w_block": block_stride, "w_row": row_stride,
                 **act_uniforms}
-    views = ([(0, x, x_format)] if x_view else []) + ([(1, kernel.weights)] if w_view else [])
-    dispatch.run("conv2d.comp", defines=defines, buffers=[x, kernel.weights, kernel.bias, out],
+    views = ([(0, x, x_format)] if x_view else []) + ([(1, kernel.weights)] if w_view else []) \
+        + ([(2, residual)] if defines["R_VIEW"] else [])
+    buffers = [x, kernel.weights, kernel.bias, out] + ([residual] if residual is not None else [])
+    dispatch.run("conv2d.comp", defines=defines, buffers=buffers,
                  views=views, uniforms=uniforms, groups=dispatch.groups_for(n_work, LOCAL_SIZE))
     return out
 

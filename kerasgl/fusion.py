@@ -291,6 +291,7 @@ class _Fuser:
                 continue
             if not host_node.layer.absorb_add(node.layer.epilogue):
                 continue
+            host_node.keras_refs = list(host_node.refs)
             host_node.args = [host_node.refs[0], other]
             host_node.refs = [host_node.refs[0], other]
             self.consumers.setdefault(other, []).append(host_node)

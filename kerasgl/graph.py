@@ -87,6 +87,7 @@ class Node:
     kwargs: dict
     refs: list = field(default_factory=list)          # TensorRefs read, with repetition
     output_shapes: list = field(default_factory=list)  # from the latest shape inference
+    keras_refs: list | None = None    # the refs of the Keras file, where a fusion changed `refs`
 
     @property
     def key(self) -> tuple:

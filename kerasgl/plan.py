@@ -300,7 +300,7 @@ class Plan:
     def __init__(self, recording: Recorder, label: str):
         self.label = label
         self._objects: list[ownership.GLObject] = []
-        self._views: dict = {}               # id(shared buffer) -> its texture view
+        self._views: dict = {}               # (id(shared buffer), format) -> its texture view
         try:
             self._build(recording)
         except BaseException:

@@ -43,7 +43,7 @@ def _shapes_text(graph: Graph, layer) -> str:
 def _connected_text(graph: Graph, layer) -> str:
     sources = []
     for node in graph.nodes_of(layer.name):
-        for ref in node.refs:
+        for ref in node.keras_refs if node.keras_refs is not None else node.refs:
             text = ref.layer if (ref.node_index, ref.tensor_index) == (0, 0) else \
                 f"{ref.layer}[{ref.node_index}][{ref.tensor_index}]"
             if text not in sources:

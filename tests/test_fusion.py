@@ -389,6 +389,8 @@ def test_residual_fusion_keeps_the_sum_readable_and_refuses_the_parts(tmp_path):
         lines = []
         loaded.summary(print_fn=lines.append)
         assert "add (Add)" in lines[0] and ("fused into c2" in lines[0] or "fused into c0" in lines[0])
+        conv_row = next(line for line in lines[0].splitlines() if line.startswith(f"{host} ("))
+        assert ("bn0" not in conv_row and "c0," not in conv_row) if host == "c2" else "c2" not in conv_row
 
 
 @pytest.mark.parametrize("case", ["broadcast", "read_twice", "own_activation", "groups",

@@ -272,7 +272,8 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         **act_defines,
         "W_VIEW": w_view, "X_VIEW": x_view,
         "RESIDUAL": residual is not None,
-        "R_VIEW": residual is not None and choice.conv_input_image and buffer_views.fits(residual.nbytes),
+        "R_VIEW": (residual is not None and choice.conv_input_image
+                   and buffer_views.fits(residual.nbytes)),
     }
     row_stride = kernel.cout_vec if kernel.row_stride is None else kernel.row_stride
     block_stride = (kernel.kh * kernel.kw * kernel.cin_pg * kernel.cout_vec

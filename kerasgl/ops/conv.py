@@ -187,7 +187,13 @@ def pack_conv_transpose(kernel: np.ndarray, bias: np.ndarray | None, stride_hw: 
     return pack_conv(flipped, bias, 1, upload, input_dilation=tuple(stride_hw))
 
 
-def choose_pix(n_pixels: int, blocks: int) -> int:
+# A matmul run on this kernel (ops/matmul.py) may use 20-pixel tiles: 1024^3 at 78 GFLOP/s where
+# 16-pixel tiles give 75 (interleaved runs on llvmpipe; 24 pixels spill: 58). Convolutions of
+# models keep 16 at most: one JIT-compiled variant fewer on a cold start.
+GEMM_PIX = 20
+
+
+def choose_pix(n_pixels: int, blocks: int, widest: int = 16) -> int:
     """Output pixels per invocation. llvmpipe gathers every SSBO load lane by lane, so the kernel
     is bound by loads: a tile of PIX pixels x 4*COUT_VEC channels does 16*PIX*COUT_VEC
     multiply-adds per PIX + 4*COUT_VEC vec4 loads. Measured on 56x56x64->64 3x3: 4x16 tiles
@@ -195,8 +201,8 @@ def choose_pix(n_pixels: int, blocks: int) -> int:
     pixels would be mostly padding, or where fewer than two work groups would be left (one per
     CPU thread: asking for four made the small CNN's 11x11x32->64 conv use 2-pixel tiles, and
     its predict 0.95 ms where two groups of 4-pixel tiles take 0.83)."""
-    most = tuning.current().conv_pix
-    for pix in (16, 8, 4, 2):
+    most = widest if widest > 16 else tuning.current().conv_pix
+    for pix in (widest, 16, 8, 4, 2) if widest > 16 else (16, 8, 4, 2):
         tiles = math.ceil(n_pixels / pix)
         if pix <= most and tiles * pix <= 1.15 * n_pixels and tiles * blocks > LOCAL_SIZE:
             return pix
@@ -206,14 +212,15 @@ def choose_pix(n_pixels: int, blocks: int) -> int:
 @any_storage
 def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
            padding=((0, 0), (0, 0)), activation=LINEAR, out_hw=None, pool: int = 1,
-           residual: Tensor | None = None) -> Tensor:
+           residual: Tensor | None = None, widest_tile: int = 16) -> Tensor:
     """y[n, oy, ox, :] = act(bias + sum over kh, kw, cin of x * w), x of shape [n, h, w, cin].
     `padding` is ((top, bottom), (left, right)) in input pixels (of the dilated input for a
     transposed convolution); out_hw, when given, overrides the computed output size.
     pool > 1: the max over pool x pool windows (stride pool, valid) of that output instead, in
     the same dispatch; `activation` must then be monotone (a clamp: see clamp_bounds).
     residual: a tensor of the output's shape added before the activation (a residual
-    connection's Add, fused at load); output channels per group must be a multiple of 4."""
+    connection's Add, fused at load); output channels per group must be a multiple of 4.
+    widest_tile: the most output pixels per invocation (GEMM_PIX for a large matmul)."""
     x._check_alive()
     if x.ndim != 4:
         raise ShapeError(f"conv2d expects a 4D input [batch, height, width, channels]. "
@@ -251,7 +258,7 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     n_pixels = n * oh * ow * pool * pool
     blocks = kernel.groups * kernel.blocks_pg
     cin_vec4 = kernel.cin_pg % 4 == 0 and cin % 4 == 0
-    pix = choose_pix(n_pixels, blocks)
+    pix = choose_pix(n_pixels, blocks, widest_tile)
     if not cin_vec4:
         # Scalar-input layers (mostly an RGB stem, once per model) get their own variant: a
         # smaller tile halves its cold JIT compile at little cost to one layer.

@@ -251,7 +251,7 @@ def _matmul_as_conv(a, b, bias, activation, activation_params, M, K, N, out_shap
         pixels = view(a, (1, 1, M, K))
         temporaries.append(pixels)
         y = conv.conv2d(pixels, kernel, activation=conv.Pointwise(
-            activation_function(activation), tuple(activation_params)))
+            activation_function(activation), tuple(activation_params)), widest_tile=conv.GEMM_PIX)
         try:
             return view(y, out_shape)
         finally:

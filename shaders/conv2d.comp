@@ -96,6 +96,9 @@ uniform uint n_pixels;  // batch * out_h * out_w (* POOL^2: the pixels computed)
 uniform uint n_blocks;  // groups * blocks_pg
 uniform uint n_work;    // ceil(n_pixels / PIX) * n_blocks
 
+// Far below 0, so that base + channel stays negative: an invalid texel for any input.
+#define OUTSIDE (-0x40000000)
+
 void main() {
     uint work = linear_index();
     if (work >= n_work) return;
@@ -155,14 +158,24 @@ void main() {
 #endif
                 ok[p] = live[p] && on_sample && iy >= 0 && iy < in_h && ix >= 0 && ix < in_w;
                 // A clamped, always-valid address: the loaded value is discarded when !ok.
+#if X_VIEW
+                // Outside the input: an address no image load reaches (GL returns 0 for a texel
+                // outside the image), so the loaded value needs no masking.
+                base[p] = ok[p] ? img_base[p] + (iy * in_w + ix) * cin : OUTSIDE;
+#else
                 base[p] = ok[p] ? img_base[p] + (iy * in_w + ix) * cin : 0;
+#endif
             }
 #if CIN_VEC4
             for (int c = 0; c < cin_pg; c += 4) {
                 vec4 xv[PIX];
                 for (int p = 0; p < PIX; ++p) {
                     vec4 value = LOAD_X4((base[p] + c) >> 2);
+#if X_VIEW
+                    xv[p] = value;
+#else
                     xv[p] = ok[p] ? value : vec4(0.0);
+#endif
                 }
                 for (int v = 0; v < COUT_VEC; ++v) {
                     mat4 m = mat4(LOAD_W(wi + v), LOAD_W(wi + w_row + v),
@@ -176,7 +189,11 @@ void main() {
                 float xs[PIX];
                 for (int p = 0; p < PIX; ++p) {
                     float value = LOAD_X(base[p] + c);
+#if X_VIEW
+                    xs[p] = value;
+#else
                     xs[p] = ok[p] ? value : 0.0;
+#endif
                 }
                 for (int v = 0; v < COUT_VEC; ++v) {
                     vec4 wv = LOAD_W(wi + v);

@@ -60,6 +60,7 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
 # keyed by moderngl's uniform objects (kept alive here, so never confused with a later program's)
 # and emptied with the program cache (shaders.clear_program_cache).
 _uniform_values: dict = {}
+_UNSET = object()
 
 
 def set_uniforms(settings) -> None:
@@ -69,9 +70,6 @@ def set_uniforms(settings) -> None:
         if held.get(member, _UNSET) != value:
             member.value = value
             held[member] = value
-
-
-_UNSET = object()
 
 
 def forget_uniform_values() -> None:

@@ -126,14 +126,22 @@ class Info:
     glsl_version: str
     egl_device: int
     limits: Limits
+    # llvmpipe only (None elsewhere): the threads its compute dispatches run on; 0 = inline.
+    llvmpipe_threads: int | None = None
 
     def __str__(self) -> str:
         lim = self.limits
+        threads = [] if self.llvmpipe_threads is None else [
+            f"llvmpipe threads: {self.llvmpipe_threads}"
+            + (" (inline: each dispatch runs on the calling thread)" if self.llvmpipe_threads == 0
+               else f" (set {LLVMPIPE_THREADS_ENV}=0 before the first GPU operation for inline "
+                    "dispatches: see docs/performance.md)")]
         return "\n".join([
             f"vendor:    {self.vendor}",
             f"renderer:  {self.renderer}",
             f"version:   {self.version} (GLSL {self.glsl_version})",
             f"device:    EGL device {self.egl_device}",
+            *threads,
             f"max SSBO block size:       {lim.max_ssbo_block_bytes} bytes",
             f"max SSBO bindings:         {lim.max_ssbo_bindings}",
             f"max texture size:          {lim.max_texture_size}",
@@ -167,11 +175,31 @@ def limits() -> Limits:
 def info() -> Info:
     """Vendor, renderer, GL version and limits of the GPU kerasgl runs on."""
     ctx = get_context()
+    renderer = ctx.info["GL_RENDERER"]
     return Info(
-        vendor=ctx.info["GL_VENDOR"], renderer=ctx.info["GL_RENDERER"],
+        vendor=ctx.info["GL_VENDOR"], renderer=renderer,
         version=ctx.info["GL_VERSION"],
         glsl_version=driver().get_string(0x8B8C),  # GL_SHADING_LANGUAGE_VERSION
-        egl_device=_requested_device() or 0, limits=limits())
+        egl_device=_requested_device() or 0, limits=limits(),
+        llvmpipe_threads=llvmpipe_threads() if "llvmpipe" in renderer.lower() else None)
+
+
+# Mesa's llvmpipe runs each compute dispatch on a pool of LP_NUM_THREADS worker threads (default:
+# one per CPU, at most 16) and waits for it: on a 2-core VM the wake-up and the wait cost ~28 us
+# per dispatch whatever the work. LP_NUM_THREADS=0 runs the dispatch on the calling thread instead
+# (~0.5 us, but one core). Mesa reads it once, when the context is created.
+LLVMPIPE_THREADS_ENV = "LP_NUM_THREADS"
+_LLVMPIPE_MAX_THREADS = 16
+
+
+def llvmpipe_threads() -> int:
+    """The thread count llvmpipe uses for compute, as Mesa derives it from the environment."""
+    value = os.environ.get(LLVMPIPE_THREADS_ENV, "")
+    try:
+        threads = int(value)
+    except ValueError:
+        threads = os.cpu_count() or 1
+    return max(0, min(threads, _LLVMPIPE_MAX_THREADS))
 
 
 class _DriverGL:

@@ -60,10 +60,12 @@ _overridden: dict = {}
 
 
 def device_key() -> str:
-    """'renderer | GL version': what a measured choice is valid for."""
+    """'renderer | GL version' (and llvmpipe's thread count): what a measured choice is valid
+    for. Inline llvmpipe (LP_NUM_THREADS=0) has no per-dispatch wait, so it may choose differently."""
     from . import context
     info = context.info()
-    return f"{info.renderer} | {info.version}"
+    threads = "" if info.llvmpipe_threads is None else f" | {info.llvmpipe_threads} threads"
+    return f"{info.renderer} | {info.version}{threads}"
 
 
 def cache_path() -> str:

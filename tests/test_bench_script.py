@@ -57,6 +57,9 @@ def test_micro_figures(quick_run):
     dispatch = micro["dispatch"]
     for key in ("op_us", "dispatch_us", "op_finish_us", "readback_us"):
         assert dispatch[key] > 0, key
+    if quick_run[0]["settings"]["inline"]:      # llvmpipe: measured again with LP_NUM_THREADS=0
+        for key in ("op_us", "dispatch_us", "driver_us"):
+            assert micro["dispatch_inline"][key] > 0, (key, micro["dispatch_inline"])
 
 
 def test_model_figures(quick_run):
@@ -71,6 +74,8 @@ def test_model_figures(quick_run):
     for key in ("b1_ms", "bn_images_per_s", "first_s"):
         assert keras[key] > 0, key
     assert row["b1_speedup"] > 0 and row["bn_speedup"] > 0
+    if quick_run[0]["settings"]["inline"]:
+        assert row["kerasgl_inline"]["b1_ms"] > 0 and row["kerasgl_inline"]["b1_speedup"] > 0
     assert gl["max_abs_error"] < 1e-4 * (1 + gl["max_abs_expected"])
     memory = gl["memory"]
     # The peak holds at least the largest tensor kerasgl makes (the 13x13x32 output of the first

@@ -12,8 +12,9 @@ ops = keras.ops
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def kerasgl(*args, check=True):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+def kerasgl(*args, check=True, **environment):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               **environment)
     result = subprocess.run([sys.executable, "-m", "kerasgl.cli", *map(str, args)],
                             capture_output=True, text=True, env=env, timeout=120)
     if check:
@@ -87,6 +88,28 @@ def test_info_and_gl_objects():
     assert "renderer" in info and "kerasgl" in info
     snapshot = json.loads(kerasgl("gl-objects", "--json").stdout)
     assert isinstance(snapshot, dict)
+
+
+def test_llvmpipe_inline_mode_predicts_the_same(tmp_path):
+    """LP_NUM_THREADS=0 (docs/performance.md: llvmpipe runs each dispatch on the calling thread)
+    changes where work groups run, not what they compute: a convolutional model through a plan
+    gives Keras's answer, and `info` says which mode is in use. Elsewhere the variable is inert."""
+    keras.utils.set_random_seed(3)
+    model = keras.Sequential([keras.Input((12, 12, 3)),
+                              keras.layers.Conv2D(8, 3, activation="relu"),
+                              keras.layers.MaxPooling2D(),
+                              keras.layers.DepthwiseConv2D(3, padding="same"),
+                              keras.layers.GlobalAveragePooling2D(),
+                              keras.layers.Dense(5, activation="softmax")])
+    path, x_path, out = tmp_path / "m.keras", tmp_path / "x.npy", tmp_path / "y.npy"
+    model.save(path)
+    x = np.random.default_rng(3).standard_normal((6, 12, 12, 3)).astype("f4")
+    np.save(x_path, x)
+    kerasgl("predict", path, x_path, "-o", out, "--batch-size", "1", LP_NUM_THREADS="0")
+    assert_close(np.load(out), model.predict(x, verbose=0))
+    info = kerasgl("info", LP_NUM_THREADS="0").stdout
+    if "llvmpipe" in info:
+        assert "llvmpipe threads: 0 (inline" in info
 
 
 def test_tune_dry_run_reports_every_trial_and_writes_nothing(tmp_path, monkeypatch):

@@ -36,6 +36,7 @@ TRIALS = (
     Trial("conv_weights_image", (False, True), "conv"),
     Trial("conv_input_image", (False, True), "conv"),
     Trial("conv_pix", (8, 16), "conv"),
+    Trial("conv_local_size", (8, 16, 64), "conv"),
     Trial("matmul_views", (False, True), "matmul"),
     Trial("matmul_as_conv", (False, True), "gemm"),
     Trial("depthwise_views", (False, True), "depthwise"),

@@ -46,13 +46,14 @@ class Tuning:
     matmul_as_conv: bool = False       # large GEMMs run on the convolution kernel
     conv_pix: int = 16                 # most output pixels per convolution invocation
     conv_cout_vec: int = 8             # most vec4s of output channels per invocation
+    conv_local_size: int = 16          # lanes per work group of the convolution kernels
 
 
 # Renderer substring (lower case) -> settings. First match wins.
 _DEFAULTS = (
     ("llvmpipe", Tuning(conv_weights_image=True, conv_input_image=True, matmul_views=True,
                         window_views=True, depthwise_views=True, elementwise_views=True,
-                        matmul_as_conv=True)),
+                        matmul_as_conv=True, conv_local_size=8)),
 )
 
 _current: Tuning | None = None

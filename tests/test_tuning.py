@@ -14,7 +14,8 @@ VARIANTS = ["conv_weights_image=0,conv_input_image=0,matmul_views=0,matmul_as_co
             "conv_weights_image=1,conv_input_image=0,matmul_views=1,matmul_as_conv=1",
             "conv_weights_image=1,conv_input_image=1,matmul_views=1,matmul_as_conv=1",
             "conv_weights_image=0,conv_input_image=0,matmul_views=0,matmul_as_conv=1",
-            "conv_weights_image=0,conv_input_image=1,matmul_views=1,matmul_as_conv=0"]
+            "conv_weights_image=0,conv_input_image=1,matmul_views=1,matmul_as_conv=0",
+            "conv_local_size=16,conv_pix=8", "conv_local_size=64", "conv_local_size=8"]
 
 
 def close(actual, expected):

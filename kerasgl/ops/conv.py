@@ -19,9 +19,12 @@ from ..tensor import Tensor, empty
 from . import dispatch
 from .storage_ops import any_storage
 
-LOCAL_SIZE = 16              # lanes per work group: llvmpipe hands whole groups to its threads, so
-                            # more, smaller groups balance better (ResNet50 planned predict,
-                            # 4 interleaved pairs: best run 229-236 ms vs 244-248 with 32)
+def local_size() -> int:
+    """Lanes per work group of the convolution kernels (kerasgl/tuning.py conv_local_size).
+    llvmpipe hands whole groups to its threads, so more, smaller groups balance better: ResNet50
+    planned predict 229-236 ms with 16 vs 244-248 with 32; 8 rather than 16 takes 11-12% off the
+    7x7 layers (7 groups of 16 on 2 threads became 14 of 8) and changes nothing elsewhere."""
+    return tuning.current().conv_local_size
 
 
 @dataclass(frozen=True)
@@ -204,7 +207,7 @@ def choose_pix(n_pixels: int, blocks: int, widest: int = 16) -> int:
     most = widest if widest > 16 else tuning.current().conv_pix
     for pix in (widest, 16, 8, 4, 2) if widest > 16 else (16, 8, 4, 2):
         tiles = math.ceil(n_pixels / pix)
-        if pix <= most and tiles * pix <= 1.15 * n_pixels and tiles * blocks > LOCAL_SIZE:
+        if pix <= most and tiles * pix <= 1.15 * n_pixels and tiles * blocks > local_size():
             return pix
     return 1
 
@@ -272,7 +275,7 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     w_view = choice.conv_weights_image and buffer_views.fits(kernel.weights.nbytes)
     act_defines, act_uniforms = activation_settings(activation)
     defines = {
-        "LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "COUT_VEC": kernel.cout_vec,
+        "LOCAL_SIZE": local_size(), "PIX": pix, "COUT_VEC": kernel.cout_vec,
         "CIN_VEC4": cin_vec4,
         "VEC_OUT": kernel.cout_pg % 4 == 0,
         "INPUT_DIL_H": sh, "INPUT_DIL_W": sw, "POOL": pool,
@@ -296,7 +299,7 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         + ([(2, residual)] if defines["R_VIEW"] else [])
     buffers = [x, kernel.weights, kernel.bias, out] + ([residual] if residual is not None else [])
     dispatch.run("conv2d.comp", defines=defines, buffers=buffers,
-                 views=views, uniforms=uniforms, groups=dispatch.groups_for(n_work, LOCAL_SIZE))
+                 views=views, uniforms=uniforms, groups=dispatch.groups_for(n_work, local_size()))
     return out
 
 
@@ -348,7 +351,7 @@ def choose_row_tile(out_w: int, rows_x_blocks: int, stride: int, kernel_span: in
         if (pix - 1) * stride + kernel_span > 20:
             continue
         tiles = math.ceil(out_w / pix)
-        if tiles * pix <= 1.15 * out_w and tiles * rows_x_blocks >= 2 * LOCAL_SIZE:
+        if tiles * pix <= 1.15 * out_w and tiles * rows_x_blocks >= 2 * local_size():
             return pix
     return 1
 
@@ -382,7 +385,7 @@ def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilatio
     choice = tuning.current()
     x_view = vec_in and choice.depthwise_views and buffer_views.fits(x.nbytes)
     w_view = choice.depthwise_views and buffer_views.fits(kernel.weights.nbytes)
-    defines = {"LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "SPAN": span, "MULT": kernel.multiplier,
+    defines = {"LOCAL_SIZE": local_size(), "PIX": pix, "SPAN": span, "MULT": kernel.multiplier,
                "VEC_IN": vec_in, "VEC_OUT": cout % 4 == 0, "X_VIEW": x_view, "W_VIEW": w_view,
                "KH": kernel.kh, "KW": kernel.kw, "STRIDE_H": strides[0], "STRIDE_W": strides[1],
                "DIL_H": dilation[0], "DIL_W": dilation[1], **act_defines}
@@ -392,5 +395,5 @@ def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilatio
     dispatch.run("depthwise_conv2d.comp", defines=defines,
                  buffers=[x, kernel.weights, kernel.bias, out], uniforms=uniforms,
                  views=([(0, x)] if x_view else []) + ([(1, kernel.weights)] if w_view else []),
-                 groups=dispatch.groups_for(n_work, LOCAL_SIZE))
+                 groups=dispatch.groups_for(n_work, local_size()))
     return out

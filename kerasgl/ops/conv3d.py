@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..tensor import Tensor, empty
 from . import dispatch
-from .conv import LINEAR, LOCAL_SIZE, ConvKernel, choose_pix, effective_size, pack_conv
+from .conv import LINEAR, ConvKernel, local_size, choose_pix, effective_size, pack_conv
 from .storage_ops import any_storage
 
 
@@ -96,7 +96,7 @@ def conv3d(x: Tensor, kernel: Conv3DKernel, strides=(1, 1, 1), dilation=(1, 1, 1
     n_work = math.ceil(n_voxels / pix) * blocks
     sd, sh, sw = kernel.input_dilation
     defines = {
-        "LOCAL_SIZE": LOCAL_SIZE, "PIX": pix, "COUT_VEC": packed.cout_vec,
+        "LOCAL_SIZE": local_size(), "PIX": pix, "COUT_VEC": packed.cout_vec,
         "CIN_VEC4": packed.cin_pg % 4 == 0 and cin % 4 == 0,
         "VEC_OUT": packed.cout_pg % 4 == 0,
         "KD": kernel.kd, "KH": kernel.kh, "KW": kernel.kw,
@@ -112,5 +112,5 @@ def conv3d(x: Tensor, kernel: Conv3DKernel, strides=(1, 1, 1), dilation=(1, 1, 1
                 "n_work": n_work,
                 **{f"act_p{i}": float(v) for i, v in enumerate(activation.params)}}
     dispatch.run("conv3d.comp", defines=defines, buffers=[x, packed.weights, packed.bias, out],
-                 uniforms=uniforms, groups=dispatch.groups_for(n_work, LOCAL_SIZE))
+                 uniforms=uniforms, groups=dispatch.groups_for(n_work, local_size()))
     return out

@@ -13,6 +13,7 @@ import os
 import threading
 from dataclasses import dataclass
 
+from . import llvmpipe_threads
 from .errors import GLContextError
 
 DEVICE_ENV = "KERASGL_EGL_DEVICE"
@@ -27,6 +28,7 @@ _ctx = None
 _owner_thread: int | None = None
 _device_index: int | None = None
 _gl: "_DriverGL | None" = None
+_pinned_cpus: tuple = ()      # CPUs llvmpipe's compute workers were pinned to (llvmpipe_threads.py)
 _lock = threading.Lock()
 
 
@@ -56,7 +58,7 @@ def _requested_device() -> int | None:
 def get_context():
     """The moderngl context, created on first use. Raises GLContextError when GL is unusable or
     when called from a thread other than the one that created it."""
-    global _ctx, _owner_thread, _gl
+    global _ctx, _owner_thread, _gl, _pinned_cpus
     if _ctx is not None:
         if threading.get_ident() != _owner_thread:
             raise GLContextError(
@@ -75,6 +77,7 @@ def get_context():
         device = _requested_device()
         if device is not None:
             settings["device_index"] = device
+        threads_before = llvmpipe_threads.thread_names()
         try:
             ctx = moderngl.create_context(**settings)
         except Exception as exc:
@@ -86,6 +89,8 @@ def get_context():
         ctx.gc_mode = None
         _ctx, _owner_thread = ctx, threading.get_ident()
         _gl = _DriverGL()
+        if "llvmpipe" in ctx.info["GL_RENDERER"].lower():
+            _pinned_cpus = llvmpipe_threads.pin_new_workers(threads_before)
         return _ctx
 
 
@@ -126,16 +131,19 @@ class Info:
     glsl_version: str
     egl_device: int
     limits: Limits
-    # llvmpipe only (None elsewhere): the threads its compute dispatches run on; 0 = inline.
+    # llvmpipe only (None elsewhere): the threads its compute dispatches run on (0 = inline),
+    # and the CPUs they were pinned to (kerasgl/llvmpipe_threads.py; () = not pinned).
     llvmpipe_threads: int | None = None
+    llvmpipe_pinned: tuple = ()
 
     def __str__(self) -> str:
         lim = self.limits
         threads = [] if self.llvmpipe_threads is None else [
             f"llvmpipe threads: {self.llvmpipe_threads}"
             + (" (inline: each dispatch runs on the calling thread)" if self.llvmpipe_threads == 0
-               else f" (set {LLVMPIPE_THREADS_ENV}=0 before the first GPU operation for inline "
-                    "dispatches: see docs/performance.md)")]
+               else f", pinned to CPUs {', '.join(map(str, self.llvmpipe_pinned))}"
+               if self.llvmpipe_pinned else ", not pinned")
+            + " (docs/performance.md)"]
         return "\n".join([
             f"vendor:    {self.vendor}",
             f"renderer:  {self.renderer}",
@@ -181,25 +189,8 @@ def info() -> Info:
         version=ctx.info["GL_VERSION"],
         glsl_version=driver().get_string(0x8B8C),  # GL_SHADING_LANGUAGE_VERSION
         egl_device=_requested_device() or 0, limits=limits(),
-        llvmpipe_threads=llvmpipe_threads() if "llvmpipe" in renderer.lower() else None)
-
-
-# Mesa's llvmpipe runs each compute dispatch on a pool of LP_NUM_THREADS worker threads (default:
-# one per CPU, at most 16) and waits for it: on a 2-core VM the wake-up and the wait cost ~28 us
-# per dispatch whatever the work. LP_NUM_THREADS=0 runs the dispatch on the calling thread instead
-# (~0.5 us, but one core). Mesa reads it once, when the context is created.
-LLVMPIPE_THREADS_ENV = "LP_NUM_THREADS"
-_LLVMPIPE_MAX_THREADS = 16
-
-
-def llvmpipe_threads() -> int:
-    """The thread count llvmpipe uses for compute, as Mesa derives it from the environment."""
-    value = os.environ.get(LLVMPIPE_THREADS_ENV, "")
-    try:
-        threads = int(value)
-    except ValueError:
-        threads = os.cpu_count() or 1
-    return max(0, min(threads, _LLVMPIPE_MAX_THREADS))
+        llvmpipe_threads=llvmpipe_threads.count() if "llvmpipe" in renderer.lower() else None,
+        llvmpipe_pinned=_pinned_cpus)
 
 
 class _DriverGL:

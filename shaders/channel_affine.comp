@@ -5,36 +5,80 @@
 //   MODE 2:      y = (x - shift[c]) / scale[c]            (Normalization: (x - mean) / std)
 //   MODE 3:      y = shift[c] + x * scale[c]              (Normalization with invert=True)
 // Defines: MODE, HAS_SHIFT (mode 0), X_INT (the input is int32; it is converted to float).
+// VEC4 (float input, n % 4 == 0): 4 consecutive elements per invocation, x read and y written
+// as vec4 (llvmpipe pays a bounds-checked loop per storage-buffer access, whatever its width).
+// VIEWS (with VEC4, kerasgl/tuning.py elementwise_views): x through an rgba32f view, scale and
+// shift through r32f views (kerasgl/buffer_views.py): the same values, gathered by llvmpipe.
+// Each element gets the same float operations on every path.
 #include "common.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
+#if VEC4 && VIEWS
+layout(rgba32f, binding = 0) readonly uniform imageBuffer x_view;
+layout(r32f, binding = 1) readonly uniform imageBuffer scale_view;
+layout(r32f, binding = 2) readonly uniform imageBuffer shift_view;
+#define LOAD_X4(i) imageLoad(x_view, int(i))
+#define SCALE(c) imageLoad(scale_view, int(c)).x
+#define SHIFT(c) imageLoad(shift_view, int(c)).x
+#else
 #if X_INT
 layout(std430, binding = 0) readonly buffer X { int x[]; };   // int32 input, cast as Keras does
+#elif VEC4
+layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
+#define LOAD_X4(i) x4[i]
 #else
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 #endif
 layout(std430, binding = 1) readonly buffer Scale { float scale[]; };
 layout(std430, binding = 2) readonly buffer Shift { float shift[]; };
+#define SCALE(c) scale[c]
+#define SHIFT(c) shift[c]
+#endif
+#if VEC4
+layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };
+#else
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+#endif
 uniform uint n;
 uniform uint inner;
 uniform uint channels;
 
+float channel_map(float v, uint c) {
+#if MODE == 1
+    return max(v, 0.0) - SCALE(c) * max(-v, 0.0);
+#elif MODE == 2
+    return (v - SHIFT(c)) / SCALE(c);
+#elif MODE == 3
+    return SHIFT(c) + v * SCALE(c);
+#else
+    v = v * SCALE(c);
+#if HAS_SHIFT
+    v += SHIFT(c);
+#endif
+    return v;
+#endif
+}
+
 void main() {
+#if VEC4
+    uint i4 = linear_index();
+    if (i4 >= n / 4u) return;
+    vec4 v = LOAD_X4(i4);
+    vec4 result;
+    // The channel of element 4 * i4, then stepped along: integer division has no SIMD form on
+    // CPUs (llvmpipe runs it lane by lane), so divide once, not four times.
+    uint run = (4u * i4) % inner;
+    uint c = ((4u * i4) / inner) % channels;
+    for (uint k = 0u; k < 4u; ++k) {
+        result[k] = channel_map(v[k], c);
+        if (++run == inner) {
+            run = 0u;
+            if (++c == channels) c = 0u;
+        }
+    }
+    y4[i4] = result;
+#else
     uint i = linear_index();
     if (i >= n) return;
-    uint c = (i / inner) % channels;
-    float v = float(x[i]);
-#if MODE == 1
-    y[i] = max(v, 0.0) - scale[c] * max(-v, 0.0);
-#elif MODE == 2
-    y[i] = (v - shift[c]) / scale[c];
-#elif MODE == 3
-    y[i] = shift[c] + v * scale[c];
-#else
-    v = v * scale[c];
-#if HAS_SHIFT
-    v += shift[c];
-#endif
-    y[i] = v;
+    y[i] = channel_map(float(x[i]), (i / inner) % channels);
 #endif
 }

@@ -199,3 +199,36 @@ def test_measure_and_save_writes_a_choice_for_every_setting(tmp_path, monkeypatc
     assert "saved to" in lines[-1]
     assert kg.memory().num_tensors == before
     assert os.environ.get(tuning.ENV) is None            # the override used while timing is gone
+
+
+@pytest.mark.parametrize("shape,axis,span", [((1, 4, 5, 3), -1, 1), ((1, 6, 5, 3), -1, 1),
+                                             ((2, 3, 4, 8), 1, 1), ((3, 7), -1, 1),
+                                             ((2, 4, 6), 1, 2)])
+def test_channel_maps_are_the_same_on_every_path(monkeypatch, shape, axis, span):
+    """ops.normalization's per-channel maps (scale_shift, prelu, standardize both ways): the vec4
+    path, with and without views, and the scalar path (an odd size) give numpy's values, and the
+    two vec4 paths the same bits."""
+    from kerasgl.ops import normalization as nm
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(shape, dtype=np.float32)
+    pshape = shape[axis:][:span] if axis >= 0 else shape[axis:]
+    p = rng.uniform(0.5, 2.0, pshape).astype(np.float32)
+    q = rng.standard_normal(pshape, dtype=np.float32)
+    bshape = pshape + (1,) * (len(shape) - (axis % len(shape)) - span)
+    pb, qb = p.reshape(bshape), q.reshape(bshape)
+    expected = {"scale_shift": x * pb + qb, "prelu": np.maximum(x, 0) - pb * np.maximum(-x, 0),
+                "standardize": (x - qb) / pb, "invert": qb + x * pb}
+    results = {}
+    for setting in ("elementwise_views=1", "elementwise_views=0"):
+        monkeypatch.setenv(tuning.ENV, setting)
+        with kg.tidy():
+            xt, pt, qt = kg.tensor(x), kg.tensor(p.ravel()), kg.tensor(q.ravel())
+            got = {"scale_shift": nm.scale_shift(xt, pt, qt, axis, span),
+                   "prelu": nm.prelu(xt, pt, axis, span),
+                   "standardize": nm.standardize(xt, qt, pt, axis, span),
+                   "invert": nm.standardize(xt, qt, pt, axis, span, invert=True)}
+            results[setting] = {k: v.numpy() for k, v in got.items()}
+    for name, value in expected.items():
+        close(results["elementwise_views=1"][name], value)
+        assert np.array_equal(results["elementwise_views=1"][name],
+                              results["elementwise_views=0"][name]), name

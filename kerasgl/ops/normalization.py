@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .. import buffer_views, tuning
 from ..errors import ShapeError
 from ..tensor import Tensor, empty
 from . import dispatch
@@ -34,11 +35,17 @@ def _channel_map(x: Tensor, scale: Tensor, shift: Tensor | None, axis: int, mode
     out = empty(x.shape)
     if out.size:
         inner = math.prod(x.shape[axis + span:])
-        dispatch.run("channel_affine.comp", defines={"MODE": mode, "HAS_SHIFT": shift is not None and mode == 0,
-                                                     "X_INT": x.dtype == "int32"},
-                     buffers=[x, scale, shift if shift is not None else scale, out],
+        shift_or_scale = shift if shift is not None else scale   # bound even when unread
+        vec4 = x.dtype != "int32" and out.size % 4 == 0
+        views = vec4 and tuning.current().elementwise_views and buffer_views.fits(x.nbytes) \
+            and buffer_views.fits(scale.nbytes, "r32f") and buffer_views.fits(shift_or_scale.nbytes, "r32f")
+        dispatch.run("channel_affine.comp",
+                     defines={"MODE": mode, "HAS_SHIFT": shift is not None and mode == 0,
+                              "X_INT": x.dtype == "int32", "VEC4": vec4, "VIEWS": views},
+                     buffers=[x, scale, shift_or_scale, out],
+                     views=[(0, x), (1, scale, "r32f"), (2, shift_or_scale, "r32f")] if views else [],
                      uniforms={"n": out.size, "inner": inner, "channels": channels},
-                     groups=dispatch.groups_for(out.size))
+                     groups=dispatch.groups_for(out.size // 4 if vec4 else out.size))
     return out
 
 

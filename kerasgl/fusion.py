@@ -1,17 +1,22 @@
 """Load-time fusions: fewer dispatches per predict, same results up to float rounding.
 
 Run once per graph, at the start of its shape inference (before any layer is built, so folding
-changes the weights that build() packs and uploads). Four patterns, each applied through a hook of
-the producing layer that refuses (returns False, changing nothing) when the result would not be
-exact:
+changes the weights that build() packs and uploads). These patterns, each applied through a hook
+of the layer that takes the work over, which refuses (returns False, changing nothing) when the
+result would not be exact:
 
 - conv / dense -> BatchNormalization: the BN's per-channel scale and shift folded into the
   kernel and bias (`fold_channel_affine`); the BN's own weights are never uploaded.
 - conv / dense / merge (Add, Subtract, ... and keras.ops binary op nodes) -> pointwise activation
   (Activation, ReLU, LeakyReLU, ELU, ThresholdedReLU, keras.ops.relu & co.): the activation
   runs in the producer's epilogue (`fuse_activation`). Softmax is not pointwise and stays.
-- ZeroPadding -> convolution with padding="valid": the convolution reads the padding as its own
+- ZeroPadding -> convolution or Max/AveragePooling with padding="valid": the convolution reads
+  the padding as its own, the pooling lets the padding's zeros take part in its windows
   (`absorb_zero_padding`).
+- Conv2D (+ its chain) -> 2x2 stride-2 valid MaxPooling2D, after a monotone activation: the
+  convolution computes whole windows and writes their max (`absorb_max_pool`).
+- a residual Add (+ activation) -> the epilogue of the Conv2D producing one of its inputs, when
+  the other input exists before that convolution runs (`_add_into_producer`).
 Chains compose: conv -> BN -> ReLU becomes one convolution.
 
 The graph keeps every node; a fused-away node is re-bound to `FusedAway`, which hands its input

@@ -2,6 +2,8 @@
 // Channels-last 2D max / average pooling (1D pooling runs as one row). One invocation per output
 // pixel and VEC channels (4 when channels % 4 == 0, read as vec4). Padded cells never take part:
 // max ignores them, average divides by the number of real cells (Keras's padding="same").
+// ZERO_PAD: the padding is a ZeroPadding2D fused into this (valid) pooling instead: its cells are
+// zeros that do take part (max with 0 where a window reaches them; average over the whole window).
 #include "common.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
 
@@ -49,7 +51,11 @@ void main() {
 #endif
         }
     }
-#if !IS_MAX
+#if ZERO_PAD && IS_MAX
+    if ((y1 - y0) * (x1 - x0) < pool_h * pool_w) acc = max(acc, T(0.0));
+#elif ZERO_PAD
+    acc /= float(pool_h * pool_w);
+#elif !IS_MAX
     acc /= float((y1 - y0) * (x1 - x0));
 #endif
     y[index] = acc;

@@ -159,6 +159,28 @@ def test_zero_padding_1d(tmp_path, monkeypatch):
     assert fusions == [("c", ["pad"])] and fused == plain - 1
 
 
+def test_zero_padding_into_valid_pooling(tmp_path, monkeypatch):
+    """The pooling reads the padding's zeros itself: they win a max over negative values (no
+    activation before it) and count in an average, windows made only of padding included."""
+    model = seq("padpool", (9, 8, 4), L.Conv2D(8, 3, name="conv"),
+                L.ZeroPadding2D(((1, 2), (0, 3)), name="pad"),
+                L.MaxPooling2D(3, strides=2, name="pool"),
+                L.ZeroPadding2D(1, name="pad2"), L.AveragePooling2D(2, name="avg"))
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [("pool", ["pad"]), ("avg", ["pad2"])] and fused == plain - 2
+    model = seq("padpool1d", (7, 3), L.Conv1D(4, 2, name="c"), L.ZeroPadding1D((2, 1), name="pad"),
+                L.MaxPooling1D(2, name="pool"))
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [("pool", ["pad"])] and fused == plain - 1
+
+
+def test_no_padding_into_same_pooling(tmp_path, monkeypatch):
+    model = seq("padsame", (6, 6, 3), L.Conv2D(4, 1, name="conv"), L.ZeroPadding2D(1, name="pad"),
+                L.MaxPooling2D(2, padding="same", name="pool"))
+    _, _, fused, plain, fusions = run_both(model, tmp_path, monkeypatch)
+    assert fusions == [] and fused == plain
+
+
 def test_h5_and_nested_models(tmp_path, monkeypatch):
     """Legacy .h5 files fuse the same way, and so does a model nested as a layer."""
     inner = seq("inner", (6, 6, 3), L.Conv2D(4, 3, name="ic"), L.BatchNormalization(name="ib"),

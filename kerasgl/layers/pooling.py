@@ -21,21 +21,33 @@ class _Pool(SpatialLayer):
         self.padding = str(self.option("padding", "valid")).lower()
         if self.padding not in ("valid", "same"):
             raise self.unsupported(f"padding={self.padding!r}")
+        self._zero_padding = ((0, 0),) * r     # an absorbed ZeroPadding's (before, after) per axis
+
+    def absorb_zero_padding(self, pads) -> bool:
+        """Take over a ZeroPadding applied right before (kerasgl/fusion.py): the pooling reads
+        its zeros itself. Exact for padding="valid" (the windows cover padded cells the same)."""
+        if self.channels_first or self.padding != "valid" or any(map(any, self._zero_padding)) \
+                or len(pads) != self.spatial_rank:
+            return False
+        self._zero_padding = tuple((int(a), int(b)) for a, b in pads)
+        return True
 
     def channels_last_shape(self, shape):
-        spatial = tuple(None if size is None else pool.pool_padding(size, p, s, self.padding)[0]
-                        for size, p, s in zip(shape[1:-1], self.pool_size, self.strides))
+        spatial = tuple(None if size is None else pool.pool_padding(size + a + b, p, s, self.padding)[0]
+                        for size, p, s, (a, b) in zip(shape[1:-1], self.pool_size, self.strides,
+                                                      self._zero_padding))
         if any(size is not None and size <= 0 for size in spatial):
             raise self.shape_error(f"pool_size {self.pool_size} does not fit input shape {tuple(shape)}.")
         return (shape[0],) + spatial + (shape[-1],)
 
     def channels_last_call(self, x):
         if self.spatial_rank == 2:
-            return pool.pool2d(x, self.mode, self.pool_size, self.strides, self.padding)
+            return pool.pool2d(x, self.mode, self.pool_size, self.strides, self.padding,
+                               self._zero_padding)
         rows = as_rows(x)
         try:
             return from_rows(pool.pool2d(rows, self.mode, (1,) + self.pool_size, (1,) + self.strides,
-                                         self.padding))
+                                         self.padding, ((0, 0),) + self._zero_padding))
         finally:
             rows.dispose()
 

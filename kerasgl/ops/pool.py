@@ -26,17 +26,29 @@ def check_mode(mode: str, what: str) -> None:
 
 
 @any_storage
-def pool2d(x: Tensor, mode: str, pool_size, strides, padding: str = "valid") -> Tensor:
-    """Max ('max') or average ('avg') pooling of x [batch, height, width, channels]."""
+def pool2d(x: Tensor, mode: str, pool_size, strides, padding: str = "valid",
+           zero_padding=((0, 0), (0, 0))) -> Tensor:
+    """Max ('max') or average ('avg') pooling of x [batch, height, width, channels].
+    zero_padding ((top, bottom), (left, right)): pool x as if a ZeroPadding2D had padded it first
+    (its zeros take part in the windows; padding must then be 'valid'): a ZeroPadding fused into
+    the pooling at load (kerasgl/fusion.py), without the padded tensor."""
     check_mode(mode, "pool2d")
     check_input(x, 4, "pool2d")
     b, h, w, c = x.shape
-    oh, top = pool_padding(h, pool_size[0], strides[0], padding)
-    ow, left = pool_padding(w, pool_size[1], strides[1], padding)
+    (top_zeros, bottom_zeros), (left_zeros, right_zeros) = zero_padding
+    zero_pad = any(zero_padding[0]) or any(zero_padding[1])
+    if zero_pad and padding != "valid":
+        raise ValueError("pool2d: zero_padding needs padding='valid'.")
+    oh, top = pool_padding(h + top_zeros + bottom_zeros, pool_size[0], strides[0], padding)
+    ow, left = pool_padding(w + left_zeros + right_zeros, pool_size[1], strides[1], padding)
     if oh <= 0 or ow <= 0:
         raise ShapeError(f"pool2d: a {pool_size[0]}x{pool_size[1]} window does not fit input shape "
-                         f"{list(x.shape)} with padding '{padding}'.")
-    return run_per_cell("pool2d.comp", x, (b, oh, ow, c), defines={"IS_MAX": mode == "max"},
+                         f"{list(x.shape)} with padding '{padding}'"
+                         f"{f' and zero padding {zero_padding}' if zero_pad else ''}.")
+    if zero_pad:
+        top, left = top_zeros, left_zeros
+    return run_per_cell("pool2d.comp", x, (b, oh, ow, c),
+                        defines={"IS_MAX": mode == "max", "ZERO_PAD": zero_pad},
                         uniforms={"in_h": h, "in_w": w, "out_h": oh, "out_w": ow,
                                   "pool_h": pool_size[0], "pool_w": pool_size[1],
                                   "stride_h": strides[0], "stride_w": strides[1],

@@ -107,32 +107,39 @@ void main() {
     int group = block / blocks_pg;
     int cout_in_group = (block - group * blocks_pg) * (4 * COUT_VEC);
 
-    // Where each of this invocation's pixels sits.
+    // Where each of this invocation's pixels sits: the first by division, the next ones by
+    // stepping along the row (integer division has no SIMD form on CPUs: llvmpipe divides lane by
+    // lane, and 4 divisions per pixel cost as much as the sums of a 1x1 convolution over 64
+    // channels). With POOL > 1 a pixel is pooled pixel * POOL^2 + cell of its window: a tile holds
+    // whole windows (PIX is a multiple of POOL^2), and out_h / out_w are the pooled output's.
+    // Pixels past the last (not live) get coordinates past the input: never loaded nor written.
     int row0[PIX];      // first input row touched (may be negative: padding)
     int col0[PIX];
     int img_base[PIX];  // offset of image n in the input, in elements
     bool live[PIX];
+    int ox = int((first / uint(POOL * POOL)) % uint(out_w));
+    int rest = int((first / uint(POOL * POOL)) / uint(out_w));
+    int oy = rest % out_h;
+    int n = rest / out_h;
     for (int p = 0; p < PIX; ++p) {
-        uint pixel = first + uint(p);
-        live[p] = pixel < n_pixels;
-        int index = int(live[p] ? pixel : first);
+        live[p] = first + uint(p) < n_pixels;
 #if POOL > 1
-        // Pixel = pooled pixel * POOL^2 + cell of its window: a tile holds whole windows (PIX is
-        // a multiple of POOL^2), and out_h / out_w are the pooled output's.
-        int cell = index % (POOL * POOL);
-        index /= POOL * POOL;
-#endif
-        int ox = index % out_w;
-        int rest = index / out_w;
-        int oy = rest % out_h;
-        int n = rest / out_h;
-#if POOL > 1
-        oy = oy * POOL + cell / POOL;
-        ox = ox * POOL + cell % POOL;
-#endif
+        int cell = p % (POOL * POOL);
+        row0[p] = (oy * POOL + cell / POOL) * stride_h - pad_top;
+        col0[p] = (ox * POOL + cell % POOL) * stride_w - pad_left;
+#else
+        int cell = 0;
         row0[p] = oy * stride_h - pad_top;
         col0[p] = ox * stride_w - pad_left;
+#endif
         img_base[p] = n * in_h * in_w * cin + group * cin_pg;
+        if (cell == POOL * POOL - 1 && ++ox == out_w) {
+            ox = 0;
+            if (++oy == out_h) {
+                oy = 0;
+                ++n;
+            }
+        }
     }
 
     vec4 acc[PIX][COUT_VEC];

@@ -28,7 +28,7 @@ FORMATS = {"rgba32f": (0x8814, 16), "r32f": (0x822E, 4)}
 class TextureBufferView:
     """The GL texture viewing one buffer as texels of one format. Has the two things
     ownership.GLObject needs of a handle: `glo` and `release()`."""
-    __slots__ = ("glo", "texels", "format")
+    __slots__ = ("glo", "texels", "format", "_bind_image")
 
     def __init__(self, buffer_glo: int, nbytes: int, fmt: str = "rgba32f"):
         internal, texel_bytes = FORMATS[fmt]
@@ -39,10 +39,11 @@ class TextureBufferView:
         gl.glTexBuffer(GL_TEXTURE_BUFFER, internal, buffer_glo)
         gl.glBindTexture(GL_TEXTURE_BUFFER, 0)
         self.glo, self.texels, self.format = name.value, nbytes // texel_bytes, internal
+        self._bind_image = gl.glBindImageTexture     # plans bind views at every step: no lookup
 
     def bind(self, unit: int) -> None:
         """Bind read-only to image unit `unit` (a shader's imageBuffer of the view's format)."""
-        context.driver().glBindImageTexture(unit, self.glo, 0, 0, 0, GL_READ_ONLY, self.format)
+        self._bind_image(unit, self.glo, 0, 0, 0, GL_READ_ONLY, self.format)
 
     def release(self) -> None:
         context.driver().glDeleteTextures(1, ctypes.byref(ctypes.c_uint(self.glo)))

@@ -271,13 +271,20 @@ class Model:
 
     def _largest_fitting_batch(self) -> int:
         """The most samples per GPU run for which every tensor of the graph whose only unknown
-        dimension is the batch fits in one shader storage buffer."""
+        dimension is the batch fits in one shader storage buffer. Worked out once per set of
+        inferred shapes (every predict asks; a ResNet50 has ~180 of them)."""
+        shapes = self._graph.shapes
+        cached = getattr(self, "_fitting_batch", None)
+        if cached is not None and cached[0] is shapes:
+            return cached[1]
         limit = context.limits().max_ssbo_block_bytes
         largest = 0
-        for shape in self._graph.shapes.values():
+        for shape in shapes.values():
             if shape and shape[0] is None and all(d is not None for d in shape[1:]):
                 largest = max(largest, 4 * math.prod(shape[1:]))
-        return max(1, limit // largest) if largest else 2 ** 31
+        fitting = max(1, limit // largest) if largest else 2 ** 31
+        self._fitting_batch = (shapes, fitting)
+        return fitting
 
     def _predict_tensors(self, values, wanted, count, batch_size, verbose) -> list[Tensor]:
         if batch_size is None and count > self._largest_fitting_batch():

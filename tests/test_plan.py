@@ -334,3 +334,30 @@ def test_a_layer_can_declare_itself_unplannable(tmp_path):
 def test_written_bindings_follow_the_shaders_readonly_qualifiers():
     assert plan.written_bindings("fill.comp", {"IS_INT": False}) == {0}
     assert 0 not in plan.written_bindings("transpose.comp", None)
+
+
+def test_plans_sharing_programs_replay_their_own_uniforms(tmp_path):
+    """Two input sizes of one model run the same programs (sizes are uniforms, not defines), and
+    an eager op in between uses one of them too: every replay must write its own uniform values
+    back, whatever ran last (dispatch.set_uniforms skips only what the program already holds)."""
+    inp = keras.Input((None, None, 3))
+    x = L.Conv2D(8, 3, activation="relu")(inp)
+    x = L.Conv2D(8, 3, padding="same")(x)
+    model = keras.Model(inp, L.Dense(5)(L.GlobalAveragePooling2D()(x)), name="sizes")
+    path = save(model, tmp_path)
+    feeds = [rand((1, 10, 10, 3), seed=2), rand((2, 14, 13, 3), seed=3)]
+    expected = [model.predict(f, verbose=0) for f in feeds]
+    other = keras.layers.Conv2D(8, 3, padding="same")
+    other.build((None, None, None, 8))
+    probe = rand((1, 5, 7, 8), seed=4)
+    with kg.load_model(path) as loaded:
+        for _ in range(WARM_UP + 2):
+            for feed, want in zip(feeds, expected):
+                assert_close(loaded.predict(feed, verbose=0), want)
+                with kg.tidy():      # an eager convolution of another size in between
+                    packed = kg.ops.conv.pack_conv(other.kernel.numpy(), other.bias.numpy(), 1,
+                                                   kg.tensor)
+                    got = kg.ops.conv.conv2d(kg.tensor(probe), packed,
+                                             padding=((1, 1), (1, 1))).numpy()
+                assert_close(got, np.asarray(other(probe)))
+        assert [i.status for i in loaded.plan_info()] == ["planned", "planned"]

@@ -92,6 +92,17 @@ def measure(fn, repeats: int, budget_s: float, sync=None, warmups: int = 1) -> d
             "warmup_s": warmup_s}
 
 
+# OpenBLAS's and XLA's worker threads spin for a while (OpenBLAS: ~0.1 s) after each call before
+# they sleep, keeping a CPU busy: a kerasgl figure taken right after numpy or XLA ran measured up to
+# 2x slow (llvmpipe's worker on that CPU gets half of it). Each kerasgl micro figure waits this long
+# first, as the numpy and XLA ones run after kerasgl's threads are already asleep.
+SETTLE_S = 0.3
+
+
+def settle() -> None:
+    time.sleep(SETTLE_S)
+
+
 def gl_finish() -> None:
     from kerasgl import context
     context.get_context().finish()
@@ -192,12 +203,13 @@ def bench_gemm(quick: bool, repeats: int, budget_s: float) -> list[dict]:
         a = rng.standard_normal((m, k), dtype=np.float32)
         b = rng.standard_normal((k, n), dtype=np.float32)
         flops = 2.0 * m * k * n
-        ref = a @ b
         with kg.tidy():
             ga, gb = kg.tensor(a), kg.tensor(b)
+            settle()
             gl = measure(lambda: ga @ gb, repeats, budget_s, sync=gl_finish)
-            out = ga @ gb
-            err = float(np.max(np.abs(out.numpy() - ref)) / max(1e-30, float(np.max(np.abs(ref)))))
+            out = (ga @ gb).numpy()
+        ref = a @ b
+        err = float(np.max(np.abs(out - ref)) / max(1e-30, float(np.max(np.abs(ref)))))
         # numpy is timed more often: it is quick, and multithreaded BLAS on a shared machine has
         # outliers. The best run shows what the CPU can do when it is not disturbed.
         npy = measure(lambda: a @ b, max(repeats, 20), budget_s)
@@ -253,6 +265,7 @@ def bench_conv(quick: bool, repeats: int, budget_s: float, with_xla: bool) -> li
                 # As layers pack them: in an RGBA32F image where the device tuning prefers one.
                 packed = convops.pack_conv(kernel, None, 1, kg.tensor)
                 op = lambda: convops.conv2d(gx, packed, padding=((1, 1), (1, 1)))  # noqa: E731
+            settle()
             gl = measure(op, repeats, budget_s, sync=gl_finish)
             result = op().numpy()
         row = {"name": case["name"], "flops": flops, "kerasgl_ms": gl["median_s"] * 1e3,

@@ -277,3 +277,16 @@ def test_lora_conv(tmp_path):
     model.save(str(tmp_path / "lora.h5"))
     with pytest.raises(kg.UnsupportedLayerError, match="lora_conv.*lora_rank"):
         kg.load_model(str(tmp_path / "lora.h5"))
+
+
+def test_packed_weights_never_have_a_power_of_two_texel_count():
+    """ops.conv.not_power_of_two_texels (llvmpipe compiles a second variant of a program for
+    images whose width is a power of two): the result keeps every value, in place, and its vec4
+    count is never a power of two."""
+    from kerasgl.ops.conv import not_power_of_two_texels
+    for texels in list(range(1, 70)) + [1024, 4096, 4097]:
+        flat = np.arange(4 * texels, dtype=np.float32)
+        out = not_power_of_two_texels(flat)
+        n = out.size // 4
+        assert out.size % 4 == 0 and n & (n - 1) != 0, texels
+        assert np.array_equal(out[:flat.size], flat) and not out[flat.size:].any()

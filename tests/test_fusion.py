@@ -62,6 +62,16 @@ def seq(name, input_shape, *layers):
     return keras.Sequential([keras.Input(input_shape), *layers], name=name)
 
 
+def saved_with_input(model, tmp_path):
+    """Randomise and save the model; (its path, an input of batch 1 for it)."""
+    randomize_weights(model)
+    shape = (1,) + tuple(model.inputs[0].shape[1:])
+    x = np.random.default_rng(0).uniform(-1, 1, shape).astype("float32")
+    path = str(tmp_path / f"{model.name}.keras")
+    model.save(path)
+    return path, x
+
+
 # -------------------------------------------------------------------------------------------------
 # Each fusion where it applies
 # -------------------------------------------------------------------------------------------------
@@ -281,10 +291,7 @@ def test_no_fusion_where_masks_flow(tmp_path, monkeypatch):
 def test_asking_for_a_fused_output_names_the_fusion(tmp_path):
     model = seq("ask", (6, 6, 3), L.Conv2D(4, 3, name="conv"), L.BatchNormalization(name="bn"),
                 L.ReLU(name="relu"), L.Flatten(name="flat"))
-    randomize_weights(model)
-    x = np.random.default_rng(0).uniform(-1, 1, (1, 6, 6, 3)).astype("float32")
-    path = str(tmp_path / "ask.keras")
-    model.save(path)
+    path, x = saved_with_input(model, tmp_path)
     with kg.load_model(path) as loaded:
         for name in ("conv", "bn"):
             with pytest.raises(fusion.FusedOutputError, match=f"'{name}'.*'conv' \\(\\+bn, \\+relu\\)"):
@@ -347,10 +354,7 @@ def test_pools_that_are_not_fused(pool, activation, tmp_path, monkeypatch):
 def test_a_pooled_conv_reports_keras_shapes_and_refuses_its_inner_output(tmp_path):
     model = seq("pooled_ask", (9, 9, 4), L.Conv2D(8, 3, activation="relu", name="c"),
                 L.MaxPooling2D(name="p"), L.BatchNormalization(name="bn"))
-    randomize_weights(model)
-    x = np.random.default_rng(0).uniform(-1, 1, (1, 9, 9, 4)).astype("float32")
-    path = str(tmp_path / "pooled_ask.keras")
-    model.save(path)
+    path, x = saved_with_input(model, tmp_path)
     with kg.load_model(path) as loaded:
         with pytest.raises(fusion.FusedOutputError, match="'c'.*'c' \\(\\+p\\)"):
             loaded.predict(x, outputs="c", verbose=0)

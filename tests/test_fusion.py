@@ -62,10 +62,10 @@ def seq(name, input_shape, *layers):
     return keras.Sequential([keras.Input(input_shape), *layers], name=name)
 
 
-def saved_with_input(model, tmp_path):
-    """Randomise and save the model; (its path, an input of batch 1 for it)."""
+def saved_with_input(model, tmp_path, batch=1):
+    """Randomise and save the model; (its path, an input of `batch` samples for it)."""
     randomize_weights(model)
-    shape = (1,) + tuple(model.inputs[0].shape[1:])
+    shape = (batch,) + tuple(model.inputs[0].shape[1:])
     x = np.random.default_rng(0).uniform(-1, 1, shape).astype("float32")
     path = str(tmp_path / f"{model.name}.keras")
     model.save(path)
@@ -401,10 +401,7 @@ def test_residual_add_and_activation_go_into_the_convolution(project, activation
 
 def test_residual_fusion_keeps_the_sum_readable_and_refuses_the_parts(tmp_path):
     model = _residual_model(True, None)
-    randomize_weights(model)
-    x = np.random.default_rng(0).uniform(-1, 1, (2, 7, 7, 8)).astype("float32")
-    path = str(tmp_path / "res.keras")
-    model.save(path)
+    path, x = saved_with_input(model, tmp_path, batch=2)
     with kg.load_model(path) as loaded:
         host = next(f.host for f in fusion.fusions_of(loaded._graph) if "add" in f.absorbed)
         for name in ((host, "bn2", "drop") if host == "c2" else (host, "bn0")):

@@ -218,9 +218,10 @@ def choose_pix(n_pixels: int, blocks: int, widest: int = 16) -> int:
     CPU thread: asking for four made the small CNN's 11x11x32->64 conv use 2-pixel tiles, and
     its predict 0.95 ms where two groups of 4-pixel tiles take 0.83)."""
     most = widest if widest > 16 else tuning.current().conv_pix
+    lanes = local_size()
     for pix in (widest, 16, 8, 4, 2) if widest > 16 else (16, 8, 4, 2):
         tiles = math.ceil(n_pixels / pix)
-        if pix <= most and tiles * pix <= 1.15 * n_pixels and tiles * blocks > local_size():
+        if pix <= most and tiles * pix <= 1.15 * n_pixels and tiles * blocks > lanes:
             return pix
     return 1
 
@@ -282,13 +283,14 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     if pool > 1:
         pix = max(pix, pool * pool) // (pool * pool) * (pool * pool)   # whole windows per tile
     n_work = math.ceil(n_pixels / pix) * blocks
+    lanes = local_size()
     choice = tuning.current()
     x_format = "rgba32f" if cin_vec4 else "r32f"
     x_view = choice.conv_input_image and buffer_views.fits(x.nbytes, x_format)
     w_view = choice.conv_weights_image and buffer_views.fits(kernel.weights.nbytes)
     act_defines, act_uniforms = activation_settings(activation)
     defines = {
-        "LOCAL_SIZE": local_size(), "PIX": pix, "COUT_VEC": kernel.cout_vec,
+        "LOCAL_SIZE": lanes, "PIX": pix, "COUT_VEC": kernel.cout_vec,
         "CIN_VEC4": cin_vec4,
         "VEC_OUT": kernel.cout_pg % 4 == 0,
         "INPUT_DIL_H": sh, "INPUT_DIL_W": sw, "POOL": pool,
@@ -312,7 +314,7 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         + ([(2, residual)] if defines["R_VIEW"] else [])
     buffers = [x, kernel.weights, kernel.bias, out] + ([residual] if residual is not None else [])
     dispatch.run("conv2d.comp", defines=defines, buffers=buffers,
-                 views=views, uniforms=uniforms, groups=dispatch.groups_for(n_work, local_size()))
+                 views=views, uniforms=uniforms, groups=dispatch.groups_for(n_work, lanes))
     return out
 
 
@@ -360,11 +362,12 @@ def choose_row_tile(out_w: int, rows_x_blocks: int, stride: int, kernel_span: in
     narrower where the columns kept would spill (stride 2: 16 pixels slower than 8), where a row's
     last tile would be mostly padding, or where too few invocations would be left for the CPU
     threads' SIMD lanes."""
+    lanes = local_size()
     for pix in (16, 8, 4, 2):
         if (pix - 1) * stride + kernel_span > 20:
             continue
         tiles = math.ceil(out_w / pix)
-        if tiles * pix <= 1.15 * out_w and tiles * rows_x_blocks >= 2 * local_size():
+        if tiles * pix <= 1.15 * out_w and tiles * rows_x_blocks >= 2 * lanes:
             return pix
     return 1
 
@@ -398,7 +401,8 @@ def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilatio
     choice = tuning.current()
     x_view = vec_in and choice.depthwise_views and buffer_views.fits(x.nbytes)
     w_view = choice.depthwise_views and buffer_views.fits(kernel.weights.nbytes)
-    defines = {"LOCAL_SIZE": local_size(), "PIX": pix, "SPAN": span, "MULT": kernel.multiplier,
+    lanes = local_size()
+    defines = {"LOCAL_SIZE": lanes, "PIX": pix, "SPAN": span, "MULT": kernel.multiplier,
                "VEC_IN": vec_in, "VEC_OUT": cout % 4 == 0, "X_VIEW": x_view, "W_VIEW": w_view,
                "KH": kernel.kh, "KW": kernel.kw, "STRIDE_H": strides[0], "STRIDE_W": strides[1],
                "DIL_H": dilation[0], "DIL_W": dilation[1], **act_defines}
@@ -408,5 +412,5 @@ def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilatio
     dispatch.run("depthwise_conv2d.comp", defines=defines,
                  buffers=[x, kernel.weights, kernel.bias, out], uniforms=uniforms,
                  views=([(0, x)] if x_view else []) + ([(1, kernel.weights)] if w_view else []),
-                 groups=dispatch.groups_for(n_work, local_size()))
+                 groups=dispatch.groups_for(n_work, lanes))
     return out

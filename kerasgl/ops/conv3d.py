@@ -94,9 +94,10 @@ def conv3d(x: Tensor, kernel: Conv3DKernel, strides=(1, 1, 1), dilation=(1, 1, 1
     blocks = packed.groups * packed.blocks_pg
     pix = choose_pix(n_voxels, blocks)
     n_work = math.ceil(n_voxels / pix) * blocks
+    lanes = local_size()
     sd, sh, sw = kernel.input_dilation
     defines = {
-        "LOCAL_SIZE": local_size(), "PIX": pix, "COUT_VEC": packed.cout_vec,
+        "LOCAL_SIZE": lanes, "PIX": pix, "COUT_VEC": packed.cout_vec,
         "CIN_VEC4": packed.cin_pg % 4 == 0 and cin % 4 == 0,
         "VEC_OUT": packed.cout_pg % 4 == 0,
         "KD": kernel.kd, "KH": kernel.kh, "KW": kernel.kw,
@@ -112,5 +113,5 @@ def conv3d(x: Tensor, kernel: Conv3DKernel, strides=(1, 1, 1), dilation=(1, 1, 1
                 "n_work": n_work,
                 **{f"act_p{i}": float(v) for i, v in enumerate(activation.params)}}
     dispatch.run("conv3d.comp", defines=defines, buffers=[x, packed.weights, packed.bias, out],
-                 uniforms=uniforms, groups=dispatch.groups_for(n_work, local_size()))
+                 uniforms=uniforms, groups=dispatch.groups_for(n_work, lanes))
     return out

@@ -22,6 +22,10 @@ THREADS_ENV = "LP_NUM_THREADS"
 PIN_ENV = "KERASGL_PIN_THREADS"
 _MAX_THREADS = 16      # Mesa's LP_MAX_THREADS
 
+# (thread id, CPU) of each compute worker pinned by pin_new_workers; worker_placement.py moves
+# them for the duration of a call and puts them back on these CPUs.
+_workers: list[tuple[int, int]] = []
+
 
 def count() -> int:
     """The thread count llvmpipe uses for compute, as Mesa derives it from the environment
@@ -78,6 +82,12 @@ def pin_new_workers(before: dict[int, str]) -> tuple[int, ...]:
         try:
             os.sched_setaffinity(tid, {cpu})
         except OSError:
-            return tuple(used)
-        used.append(cpu)
-    return tuple(used)
+            break
+        used.append((tid, cpu))
+    _workers[:] = used
+    return tuple(cpu for _, cpu in used)
+
+
+def pinned_workers() -> list[tuple[int, int]]:
+    """(thread id, home CPU) of the workers pinned when the context was made ([] if none)."""
+    return list(_workers)

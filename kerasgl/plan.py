@@ -35,12 +35,13 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import buffer_views, context, memory_plan, ownership, shaders
+from . import buffer_views, context, memory_plan, ownership, shaders, worker_placement
 from .ops import dispatch
 from .tensor import DTYPES, Tensor, empty
 
@@ -370,6 +371,11 @@ class Plan:
             elif step[0] == "upload" and step[1] not in constant_tokens and step[1] in handles:
                 steps.append((2, handles[step[1]], step[2]))
         self.steps = steps
+        # llvmpipe: the first replays try where the driver's workers wait during each step,
+        # and the fastest placement is kept (worker_placement.py).
+        self._trials = (worker_placement.PlacementTrials(len(steps))
+                        if worker_placement.available() else None)
+        self._placed_steps = None
         self.dispatches = dispatches
         self.programs = list(programs.values())
         self.inputs = [(handles.get(token), by_token[token].nbytes) for token in rec.input_tokens]
@@ -402,11 +408,54 @@ class Plan:
                 and all(obj.handle is not None for obj in self.programs))
 
     def _run_steps(self) -> None:
+        if self._placed_steps is not None:
+            with worker_placement.caller_pinned() as cpu:
+                self._replay(self._placed_steps, cpu)
+        elif self._trials is not None:
+            self._replay_trial()
+        else:
+            worker_placement.spread()
+            self._replay(self.steps)
+
+    def _replay_trial(self) -> None:
+        """One of the first replays on llvmpipe: every dispatch timed, with the workers placed as
+        the current trial says; when the trials are over, their choice is kept."""
+        trials = self._trials
+        with worker_placement.caller_pinned() as cpu:
+            if cpu is None:                   # the thread cannot be pinned: never place
+                self._trials = None
+                self._replay(self.steps)
+                return
+            start = time.perf_counter()
+            measured = self._replay(self._with_placement(trials.current), cpu, timed=True)
+            total = time.perf_counter() - start
+        trials.record(measured, total)
+        if trials.done():
+            self._trials = None
+            if any(trials.choice):
+                self._placed_steps = self._with_placement(trials.choice)
+
+    def _with_placement(self, huddle: list[bool]) -> list:
+        """The steps with a placement step (kind 3) before each dispatch that changes where the
+        workers should be: huddled for the dispatches flagged in `huddle`, spread for the rest."""
+        placed, huddled = [(3, worker_placement.spread)], False
+        for step, wanted in zip(self.steps, huddle):
+            if step[0] == 0 and wanted != huddled:
+                placed.append((3, worker_placement.huddle if wanted else worker_placement.spread))
+                huddled = wanted
+            placed.append(step)
+        return placed
+
+    def _replay(self, steps, cpu=None, timed=False) -> list | None:
+        """Run the steps. timed: return the seconds each step of self.steps took (None for steps
+        other than dispatches); on llvmpipe a dispatch returns when its work is done."""
         ctx = context.get_context()
         barrier = ctx.memory_barrier
         set_uniforms = dispatch.set_uniforms
+        clock = time.perf_counter
+        times = [] if timed else None
         bound: dict = {}
-        for step in self.steps:
+        for step in steps:
             kind = step[0]
             if kind == 0:
                 _, run, binds, images, views, settings, groups = step
@@ -419,14 +468,25 @@ class Plan:
                 for unit, view in views:
                     view.bind(unit)
                 set_uniforms(settings)
-                run(*groups)
+                if timed:
+                    start = clock()
+                    run(*groups)
+                    times.append(clock() - start)
+                else:
+                    run(*groups)
                 barrier()
+            elif kind == 3:
+                step[1](cpu)                  # worker placement (worker_placement.py)
+                continue
             elif kind == 1:
                 _, dst, src, size, read_offset, write_offset = step
                 ctx.copy_buffer(dst, src, size=size, read_offset=read_offset,
                                 write_offset=write_offset)
             else:
                 step[1].write(step[2])
+            if timed and kind != 0:
+                times.append(None)
+        return times
 
     def run_arrays(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         for (handle, _), array in zip(self.inputs, arrays):

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import kerasgl as kg
-from kerasgl import llvmpipe_threads
+from kerasgl import llvmpipe_threads, worker_placement
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ON_LLVMPIPE = "llvmpipe" in kg.info().renderer.lower()
@@ -39,6 +39,8 @@ def test_no_new_threads_means_nothing_is_pinned():
 def test_the_context_pinned_one_worker_per_cpu():
     info = kg.info()
     workers = info.llvmpipe_threads
+    # A one-group dispatch leaves them huddled on one CPU (worker_placement.py): send them home.
+    worker_placement.spread()
     assert info.llvmpipe_pinned == tuple(CPUS[:workers])
     # The driver's threads as /proc shows them: as many single-CPU threads as workers, one per CPU.
     single = sorted(cpu for tid in llvmpipe_threads.thread_names()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from .. import buffer_views, context, ownership, shaders
+from .. import buffer_views, context, ownership, shaders, worker_placement
 
 MAX_GROUPS_PER_DIM = 65535
 DEFAULT_LOCAL_SIZE = 64
@@ -45,7 +45,12 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
     settings = resolve_uniforms(program, uniforms) if uniforms else ()
     set_uniforms(settings)
     groups = tuple(groups)
-    program.run(*groups)
+    if groups == (1, 1, 1) and worker_placement.available():
+        # One work group runs on one worker: wake it on this CPU (worker_placement.py).
+        worker_placement.run_huddled(program.run, groups)
+    else:
+        worker_placement.spread()
+        program.run(*groups)
     # Later dispatches and reads must see these writes.
     context.get_context().memory_barrier()
     if ownership._recorders:

@@ -277,6 +277,9 @@ class PlanInfo:
     peak_live_bytes: int = 0   # the most bytes alive at once (no assignment can do better)
     naive_bytes: int = 0       # every intermediate in a buffer of its own (eager's total)
     shared_buffers: int = 0
+    # llvmpipe: where the driver's workers wait during the steps (worker_placement.py): "trying
+    # ..." during the first replays, then what was kept; "" elsewhere.
+    placement: str = ""
 
     def __str__(self) -> str:
         shapes = ", ".join(str(list(s)) for s in self.input_shapes)
@@ -285,7 +288,8 @@ class PlanInfo:
         ratio = self.planned_bytes / self.naive_bytes if self.naive_bytes else 0.0
         return (f"input {shapes}: planned, {self.dispatches} dispatches, {self.shared_buffers} "
                 f"shared buffers of {_mb(self.planned_bytes)} (peak live {_mb(self.peak_live_bytes)}"
-                f"; naive sum {_mb(self.naive_bytes)}, {ratio:.1%})")
+                f"; naive sum {_mb(self.naive_bytes)}, {ratio:.1%})"
+                + (f"; llvmpipe workers: {self.placement}" if self.placement else ""))
 
 
 def _mb(n: int) -> str:
@@ -376,6 +380,7 @@ class Plan:
         self._trials = (worker_placement.PlacementTrials(len(steps))
                         if worker_placement.available() else None)
         self._placed_steps = None
+        self.placement = "" if self._trials is None else self._trials.progress()
         self.dispatches = dispatches
         self.programs = list(programs.values())
         self.inputs = [(handles.get(token), by_token[token].nbytes) for token in rec.input_tokens]
@@ -423,16 +428,20 @@ class Plan:
         trials = self._trials
         with worker_placement.caller_pinned() as cpu:
             if cpu is None:                   # the thread cannot be pinned: never place
-                self._trials = None
+                self._trials, self.placement = None, ""
                 self._replay(self.steps)
                 return
             start = time.perf_counter()
             measured = self._replay(self._with_placement(trials.current), cpu, timed=True)
             total = time.perf_counter() - start
         trials.record(measured, total)
+        self.placement = trials.progress()
         if trials.done():
             self._trials = None
-            if any(trials.choice):
+            huddled = sum(1 for step, h in zip(self.steps, trials.choice) if h and step[0] == 0)
+            self.placement = (f"{huddled} of {self.dispatches} dispatches huddled" if huddled
+                              else "all dispatches spread")
+            if huddled:
                 self._placed_steps = self._with_placement(trials.choice)
 
     def _with_placement(self, huddle: list[bool]) -> list:
@@ -651,7 +660,7 @@ class ModelPlans:
             else:
                 found.append(PlanInfo(input_shapes, "planned", "", plan.dispatches,
                                       plan.planned_bytes, plan.peak_live_bytes, plan.naive_bytes,
-                                      plan.shared_buffers))
+                                      plan.shared_buffers, plan.placement))
         return found
 
     @property

@@ -144,10 +144,15 @@ class PlacementTrials:
        (a longer step has the work to use every worker; huddling it would only lose its parallel
        speed-up, and measuring that would cost a slow replay of a large model);
     3. only the candidates that were clearly faster huddled in 2 (by a tenth), when that differs.
+    Trials 2 and 3 are skipped when the candidates took under MIN_SHARE of the spread replay:
+    huddling can at most remove their time, and that little is lost in the noise (ResNet50 and
+    other large models settle after two replays).
     """
 
     ROUNDS = 2
     LOCAL_CANDIDATE_S = 200e-6
+    MIN_SHARE = 0.02
+    MAX_REPLAYS = 3 * ROUNDS
 
     def __init__(self, steps: int):
         self.steps = steps
@@ -156,6 +161,7 @@ class PlacementTrials:
         self.tried: list[tuple[list[bool], float]] = []    # (flags, fastest whole replay)
         self.current = [False] * steps
         self.rounds = 0
+        self.replays = 0
         self.best_total = float("inf")
         self.choice: list[bool] | None = None               # set when done
 
@@ -171,6 +177,7 @@ class PlacementTrials:
                 self.huddled_times[i] = min(self.huddled_times[i], t)
         self.best_total = min(self.best_total, total)
         self.rounds += 1
+        self.replays += 1
         if self.rounds == self.ROUNDS:
             self._next_trial()
 
@@ -179,6 +186,9 @@ class PlacementTrials:
         self.rounds, self.best_total = 0, float("inf")
         if len(self.tried) == 1:
             following = [t < self.LOCAL_CANDIDATE_S for t in self.spread_times]
+            at_stake = sum(t for t, c in zip(self.spread_times, following) if c)
+            if at_stake < self.MIN_SHARE * self.tried[0][1]:
+                following = [False] * self.steps
         elif len(self.tried) == 2:
             following = [c and h < 0.9 * s for c, h, s in
                          zip(self.current, self.huddled_times, self.spread_times)]
@@ -193,6 +203,9 @@ class PlacementTrials:
 
     def done(self) -> bool:
         return self.choice is not None
+
+    def progress(self) -> str:
+        return f"trying worker placements (replay {self.replays + 1} of at most {self.MAX_REPLAYS})"
 
 
 __all__ = ["available", "caller_pinned", "huddle", "huddled_on", "run_huddled", "spread", "PlacementTrials"]

@@ -69,6 +69,9 @@ def test_plan_trials_end_in_a_choice_with_unchanged_results(tmp_path):
             assert os.sched_getaffinity(0) == mask
         plan = next(e.plan for e in m._plans._entries.values())
         assert plan._trials is None, "the trials should be over"
+        (info,) = m.plan_info()
+        assert info.placement.endswith(("dispatches huddled", "dispatches spread"))
+        assert info.placement in str(info)
         # Whatever was chosen, every step huddled gives the same bits.
         plan._placed_steps = plan._with_placement([True] * len(plan.steps))
         assert np.array_equal(m.predict(x, verbose=0), first)
@@ -90,6 +93,12 @@ def test_trials_with_no_short_step_keep_everything_spread():
     trials = PlacementTrials(2)
     run_trials(trials, [1e-3, 5e-3], [None, None], [7e-3, 6e-3])
     assert trials.done() and trials.choice == [False, False]
+
+
+def test_trials_stop_when_the_short_steps_are_a_sliver_of_the_replay():
+    trials = PlacementTrials(3)
+    run_trials(trials, [1e-3, 5e-6, 8e-6], [None] * 3, [0.9e-3, 1e-3])   # 13 us of 0.9 ms
+    assert trials.done() and trials.choice == [False, False, False]
 
 
 def test_trials_try_short_steps_huddled_then_the_clear_winners_and_keep_the_fastest_replay():

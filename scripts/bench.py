@@ -304,7 +304,7 @@ def bench_dispatch(quick: bool) -> dict:
     - driver: the same compiled program dispatched straight through moderngl (buffers bound
       once, no kerasgl code): the floor of any dispatch on this driver."""
     import kerasgl as kg
-    from kerasgl import context, shaders
+    from kerasgl import context, shaders, worker_placement
     from kerasgl.ops import dispatch
     count = 200 if quick else 3000
     result = {"calls": count}
@@ -336,6 +336,9 @@ def bench_dispatch(quick: bool) -> dict:
             result["dispatch_us"], result["dispatch_error"] = None, f"{type(exc).__name__}: {exc}"
         try:
             program = shaders.program("binary.comp", defines)
+            # llvmpipe's workers back on their own CPUs, where a dispatch that is not huddled
+            # finds them (the eager one-group dispatches above left them on one CPU).
+            worker_placement.spread()
             for binding, t in enumerate((a, b, out)):
                 t.gl_buffer().bind_to_storage_buffer(binding)
             barrier = context.get_context().memory_barrier

@@ -141,7 +141,8 @@ class Info:
         threads = [] if self.llvmpipe_threads is None else [
             f"llvmpipe threads: {self.llvmpipe_threads}"
             + (" (inline: each dispatch runs on the calling thread)" if self.llvmpipe_threads == 0
-               else f", pinned to CPUs {', '.join(map(str, self.llvmpipe_pinned))}"
+               else f", pinned to CPUs {', '.join(map(str, self.llvmpipe_pinned))}; huddled on the "
+                    "caller's CPU for small dispatches"
                if self.llvmpipe_pinned else ", not pinned")
             + " (docs/performance.md)"]
         return "\n".join([

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from . import context, ownership
+from . import compile_ahead, context, ownership
 from .errors import DisposedError, GPULimitError, ModelFileError
 from .feeding import (DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count, batch_slice,
                       fixed_batch_size,
@@ -33,7 +33,18 @@ def load_model(path) -> "Model":
     bytes) and upload its weights. Raises ModelFileError for a damaged or foreign file and
     UnsupportedLayerError listing every layer kerasgl cannot run."""
     from . import saving
-    return Model.from_spec(saving.read_model(path))
+    spec = saving.read_model(path)
+    # llvmpipe: a helper process compiles the shaders from the last layer backwards while the
+    # first predict compiles them forwards (kerasgl/compile_ahead.py).
+    helper = compile_ahead.maybe_start(path, compile_ahead.layer_count(spec))
+    try:
+        model = Model.from_spec(spec)
+    except BaseException:
+        if helper is not None:
+            helper.stop()
+        raise
+    model._compile_ahead = helper
+    return model
 
 
 def load_model_from_json(architecture, weights_path) -> "Model":
@@ -52,6 +63,7 @@ class Model:
         self._spec = spec
         self._disposed = False
         self._plans = ModelPlans(graph, spec.name)     # compiled predict calls (plan.py)
+        self._compile_ahead = None                     # set by load_model (compile_ahead.py)
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> "Model":
@@ -83,6 +95,8 @@ class Model:
             # From the wrong thread this raises GLContextError before anything is marked or
             # freed, so a later dispose() on the owning thread still frees everything.
             context.get_context()
+            if self._compile_ahead is not None:
+                self._compile_ahead.stop()
             self._plans.dispose()
             self._graph.dispose()
             self._disposed = True
@@ -202,6 +216,9 @@ class Model:
         else:
             results = self._predict_arrays(values, wanted, count, batch_size or DEFAULT_BATCH_SIZE,
                                            verbose)
+        if self._compile_ahead is not None:
+            self._compile_ahead.first_predict_done()     # its programs are all compiled now
+            self._compile_ahead = None
         if outputs is None and self._spec.output_keys and len(self._spec.output_keys) == len(results):
             return dict(zip(self._spec.output_keys, results))   # a model built with dict outputs
         return results[0] if single else results

@@ -648,6 +648,12 @@ def bench_model(name: str, args, workdir: str) -> dict:
     row["kerasgl"] = run_kerasgl_child(config, workdir, "cold")
     warm = run_kerasgl_child({**config, "first_only": True}, workdir, "warm")
     row["kerasgl"]["first_warm_s"] = warm.get("first_s")
+    # The cold first predict again, in an empty Mesa cache of its own, without the compile-ahead
+    # helper (kerasgl/compile_ahead.py): what the helper saves.
+    serial = run_kerasgl_child({**config, "first_only": True}, workdir, "serial", {
+        "KERASGL_COMPILE_AHEAD": "0",
+        "MESA_SHADER_CACHE_DIR": os.path.join(workdir, f"mesa_{name}_serial")})
+    row["kerasgl"]["first_serial_s"] = serial.get("first_s")
     if args.inline:
         inline = run_kerasgl_child({**config, "b1_only": True}, workdir, "inline", INLINE_ENV)
         row["kerasgl_inline"] = {k: inline.get(k) for k in ("b1_ms", "b1_repeats", "error")
@@ -802,12 +808,14 @@ def markdown_tables(results: dict) -> str:
                 f"{' (as batches of ' + str(gl['bn_run_batch']) + ')' if split else ''} "
                 f"| {fmt(gl.get('max_abs_error'), '.1e')} |")
         lines += ["", "### Models: first prediction", "",
-                  "| model | kerasgl load -> first predict, s: cold (programs) | warm driver cache "
-                  "| Keras load -> first predict, s |", "|---|---:|---:|---:|"]
+                  "| model | kerasgl load -> first predict, s: cold (programs) | cold, no "
+                  "compile-ahead helper | warm driver cache | Keras load -> first predict, s |",
+                  "|---|---:|---:|---:|---:|"]
         for r in results["models"]:
             gl, kr = r["kerasgl"], r.get("keras") or {}
             if "first_s" in gl:
                 lines.append(f"| {r['model']} | {gl['first_s']:.2f} ({gl['programs_compiled_first']}) "
+                             f"| {fmt(gl.get('first_serial_s'), '.2f')} "
                              f"| {fmt(gl.get('first_warm_s'), '.2f')} | {fmt(kr.get('first_s'), '.2f')} |")
         lines += ["", "### Models: memory at batch 1, MiB", "",
                   "| model | weights | naive (Keras graph) | plan (status) | plan's peak live "

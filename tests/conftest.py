@@ -7,6 +7,9 @@ import os
 import pytest
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
+# No compile-ahead helper processes for the suite's models (kerasgl/compile_ahead.py): they cannot
+# change a result, only add load; tests/test_compile_ahead.py turns them on where it checks them.
+os.environ.setdefault("KERASGL_COMPILE_AHEAD", "0")
 
 import kerasgl  # noqa: E402
 from kerasgl.testing import no_leaks  # noqa: E402,F401

@@ -36,6 +36,8 @@ import subprocess
 import sys
 import time
 
+from . import cache_files
+
 ENV = "KERASGL_COMPILE_AHEAD"
 _HELPER_COMMAND = "import sys; from kerasgl.compile_ahead import helper_main; helper_main(sys.argv[1])"
 MIN_LAYERS = 40
@@ -53,11 +55,6 @@ def _mesa_cache_disabled() -> bool:
                for name in ("MESA_SHADER_CACHE_DISABLE", "MESA_GLSL_CACHE_DISABLE"))
 
 
-def _notes_path() -> str:
-    from . import tuning
-    return os.path.join(os.path.dirname(tuning.cache_path()), NOTES_FILE)
-
-
 def _key(path) -> str | None:
     """What a note stands for: this file (by path, size and modification time) on this device
     with this version of kerasgl and these kernel choices. None for what is not a file path."""
@@ -72,31 +69,14 @@ def _key(path) -> str | None:
     return hashlib.sha1(json.dumps(described, default=str).encode()).hexdigest()
 
 
-def _read_notes() -> dict:
-    try:
-        with open(_notes_path(), encoding="utf-8") as handle:
-            notes = json.load(handle)
-        return notes if isinstance(notes, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
 def _note(key: str) -> None:
     """Remember that a first predict of this file ran here (best effort: a cache that cannot be
     written only means the helper runs again next time)."""
-    notes = _read_notes()
+    notes = cache_files.read_dict(NOTES_FILE)
     notes[key] = time.time()
     if len(notes) > MAX_NOTES:
         notes = dict(sorted(notes.items(), key=lambda item: item[1])[-MAX_NOTES:])
-    path = _notes_path()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(notes, handle)
-        os.replace(temporary, path)
-    except OSError:
-        pass
+    cache_files.write_dict(NOTES_FILE, notes)
 
 
 class Helper:
@@ -141,7 +121,7 @@ def maybe_start(path, layer_count: int) -> Helper | None:
     if not forced and layer_count < MIN_LAYERS:
         return None
     key = _key(path)
-    if key is None or (not forced and key in _read_notes()):
+    if key is None or (not forced and key in cache_files.read_dict(NOTES_FILE)):
         return None
     # The helper's own load starts no helper, and it imports this very kerasgl.
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -25,10 +25,11 @@ buffers 35, weights from an image 51, both from images 71; matmul.comp at 1024^3
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 from dataclasses import dataclass
+
+from . import cache_files
 
 ENV = "KERASGL_TUNING"
 CACHE_FILE = "tuning.json"
@@ -70,17 +71,11 @@ def device_key() -> str:
 
 
 def cache_path() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "kerasgl", CACHE_FILE)
+    return cache_files.path_of(CACHE_FILE)
 
 
 def _read_cache() -> dict:
-    try:
-        with open(cache_path(), encoding="utf-8") as handle:
-            data = json.load(handle)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    return cache_files.read_dict(CACHE_FILE)
 
 
 def _apply(tuning: Tuning, values: dict) -> Tuning:
@@ -148,17 +143,10 @@ def reset() -> None:
 def save(values: dict) -> bool:
     """Record measured settings for this device in the cache file; False (and nothing raised)
     where the file cannot be written."""
-    path = cache_path()
     data = _read_cache()
     data[device_key()] = {k: v for k, v in values.items()
                           if k in {f.name for f in dataclasses.fields(Tuning)}}
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
+    if not cache_files.write_dict(CACHE_FILE, data):
         return False
     reset()
     return True

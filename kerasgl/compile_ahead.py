@@ -123,6 +123,11 @@ def maybe_start(path, layer_count: int) -> Helper | None:
     key = _key(path)
     if key is None or (not forced and key in cache_files.read_dict(NOTES_FILE)):
         return None
+    for helper in list(_running):
+        if helper.process.poll() is not None:
+            helper.stop()              # finished on its own: reap it
+        elif not forced:
+            return None                # one helper at a time: two would share one spare CPU
     # The helper's own load starts no helper, and it imports this very kerasgl.
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     python_path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)

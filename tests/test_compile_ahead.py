@@ -91,6 +91,9 @@ def test_a_noted_file_starts_no_helper(tmp_path, monkeypatch):
     assert compile_ahead.maybe_start(path, compile_ahead.MIN_LAYERS - 1) is None   # too small
     helper = compile_ahead.maybe_start(path, compile_ahead.MIN_LAYERS)
     assert helper is not None
+    other = tmp_path / "other.keras"
+    other.write_bytes(open(path, "rb").read())
+    assert compile_ahead.maybe_start(other, compile_ahead.MIN_LAYERS) is None      # one at a time
     helper.first_predict_done()
     assert helper.process is None
     assert compile_ahead.maybe_start(path, compile_ahead.MIN_LAYERS) is None        # noted

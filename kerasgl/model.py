@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from . import compile_ahead, context, ownership
-from .errors import DisposedError, GPULimitError, ModelFileError
+from .errors import DisposedError, GPULimitError, ModelFileError, ShapeError
 from .feeding import (DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count, batch_slice,
                       fixed_batch_size,
                       check_input, concat_batches)
@@ -349,6 +349,36 @@ class Model:
         bytes, peak live bytes, the naive sum), still recording, or eager and why (plan.py)."""
         self._check_alive()
         return self._plans.info()
+
+    def warm_up(self, batch_size: int = 1, max_calls: int = 12) -> PlanInfo | None:
+        """Predict on zeros at this batch size until predict has reached its steady speed for that
+        input shape: its shaders compiled, its execution plan recorded and compiled, and on llvmpipe
+        its worker placement chosen (about 9 calls: plan.py, worker_placement.py). For a service
+        whose first requests must not be the slow ones. Returns the shape's plan_info() entry
+        (None when plans are off). Raises ShapeError for an input with a free dimension other than
+        the batch (a variable sequence length: warm up with predict on a real input instead)."""
+        self._check_alive()
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+                or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer. Received {batch_size!r}.")
+        shapes = []
+        for spec in self.inputs:
+            if any(d is None for d in spec.shape[1:]):
+                raise ShapeError(f"Model '{self.name}' input '{spec.name}' has shape {spec.shape}: "
+                                 "only the batch dimension may be free to warm up on zeros.")
+            shapes.append((int(batch_size), *spec.shape[1:]))
+        zeros = [np.zeros(shape, spec.dtype) for shape, spec in zip(shapes, self.inputs)]
+
+        def entry():
+            return next((i for i in self._plans.info()
+                         if [tuple(s) for s in i.input_shapes] == shapes), None)
+        for _ in range(max_calls):
+            self.predict(zeros if len(zeros) > 1 else zeros[0], batch_size=batch_size, verbose=0)
+            info = entry()
+            if info is None or (info.status != "recording"
+                                and not info.placement.startswith("trying")):
+                return info
+        return entry()
 
     # -- summary ----------------------------------------------------------------------------------
     def summary(self, print_fn=None, expand_nested: bool = False, line_length: int | None = None):

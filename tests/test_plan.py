@@ -361,3 +361,31 @@ def test_plans_sharing_programs_replay_their_own_uniforms(tmp_path):
                                              padding=((1, 1), (1, 1))).numpy()
                 assert_close(got, np.asarray(other(probe)))
         assert [i.status for i in loaded.plan_info()] == ["planned", "planned"]
+
+
+def test_warm_up_reaches_the_steady_state(tmp_path):
+    keras_model = cnn()
+    path = save(keras_model, tmp_path)
+    x = rand((3, 12, 12, 3))
+    with kg.load_model(path) as model:
+        info = model.warm_up(batch_size=3)
+        assert info.status == "planned" and info.input_shapes == ((3, 12, 12, 3),)
+        assert not info.placement.startswith("trying")
+        before_driver = driver_objects().names
+        result = model.predict(x, verbose=0)
+        assert driver_objects().names == before_driver       # a replay: nothing made
+        assert_close(result, keras_model.predict(x, verbose=0))
+        with pytest.raises(ValueError, match="batch_size"):
+            model.warm_up(batch_size=0)
+
+
+def test_warm_up_feeds_every_input_and_refuses_free_dimensions(tmp_path):
+    a, b = keras.Input((4,), name="a"), keras.Input((4,), name="b")
+    two = keras.Model([a, b], L.Dense(2)(L.Concatenate()([a, b])))
+    with kg.load_model(save(two, tmp_path)) as model:
+        assert model.warm_up().status == "planned"
+    seq = keras.Input((None, 3), name="tokens")
+    free = keras.Model(seq, L.LSTM(2)(seq))
+    with kg.load_model(save(free, tmp_path)) as model:
+        with pytest.raises(kg.ShapeError, match="'tokens'.*only the batch dimension"):
+            model.warm_up()

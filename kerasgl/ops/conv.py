@@ -209,19 +209,28 @@ def pack_conv_transpose(kernel: np.ndarray, bias: np.ndarray | None, stride_hw: 
 GEMM_PIX = 20
 
 
+# The most pixel slots a layer's tiles may hold per real pixel. 7x7 layers (49 pixels) take
+# 16-pixel tiles under this bound (64 slots: 1.31), 8-pixel ones under 1.15, and the wider tile
+# is faster despite the empty slots: ResNet50's 3x3 512->512 at 7x7 3.67 against 4.27 ms, its
+# 1x1 512->2048 1.83 against 1.94; whole models in interleaved rounds ResNet50 123.2 -> 118.9
+# ms, MobileNetV2 and EfficientNetB0 unchanged; and fewer 8-pixel variants to JIT-compile on a
+# cold start (ResNet50 5.6 -> 4.5 s, MobileNetV2 6.4 -> 5.2, EfficientNetB0 9.7 -> 8.4).
+MAX_TILE_WASTE = 1.35
+
+
 def choose_pix(n_pixels: int, blocks: int, widest: int = 16) -> int:
     """Output pixels per invocation. llvmpipe gathers every SSBO load lane by lane, so the kernel
     is bound by loads: a tile of PIX pixels x 4*COUT_VEC channels does 16*PIX*COUT_VEC
     multiply-adds per PIX + 4*COUT_VEC vec4 loads. Measured on 56x56x64->64 3x3: 4x16 tiles
-    8 GFLOP/s, 8x32 27, 16x32 28-34, 32x32 17-21 (spills). Smaller tiles where the last tile of
-    pixels would be mostly padding, or where fewer than two work groups would be left (one per
-    CPU thread: asking for four made the small CNN's 11x11x32->64 conv use 2-pixel tiles, and
-    its predict 0.95 ms where two groups of 4-pixel tiles take 0.83)."""
+    8 GFLOP/s, 8x32 27, 16x32 28-34, 32x32 17-21 (spills). Smaller tiles where the tiles would
+    hold too many empty slots (MAX_TILE_WASTE), or where fewer than two work groups would be left
+    (one per CPU thread: asking for four made the small CNN's 11x11x32->64 conv use 2-pixel
+    tiles, and its predict 0.95 ms where two groups of 4-pixel tiles take 0.83)."""
     most = widest if widest > 16 else tuning.current().conv_pix
     lanes = local_size()
     for pix in (widest, 16, 8, 4, 2) if widest > 16 else (16, 8, 4, 2):
         tiles = math.ceil(n_pixels / pix)
-        if pix <= most and tiles * pix <= 1.15 * n_pixels and tiles * blocks > lanes:
+        if pix <= most and tiles * pix <= MAX_TILE_WASTE * n_pixels and tiles * blocks > lanes:
             return pix
     return 1
 

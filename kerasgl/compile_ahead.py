@@ -9,8 +9,8 @@ takes ~0.5 s for the same first predict. So load_model starts a helper process t
 file and runs every layer once on zeros of its inferred batch-1 shapes, last layer first; each
 program it compiles is a disk-cache hit for the first predict when it gets there, and each the
 first predict compiles is one for the helper. Measured on the 2-core CI machine with an empty Mesa
-cache, load_model -> first prediction: EfficientNetB0 11.5 -> 7.0 s, MobileNetV2 7.4 -> 5.2 s,
-ResNet50 6.8 -> 5.4 s.
+cache, load_model -> first prediction (scripts/bench.py, docs/performance.md): EfficientNetB0
+8.6 -> 6.3 s, MobileNetV2 5.4 -> 5.1 s, ResNet50 5.1 -> 3.4 s.
 
 The helper ends when the first predict returns (its work is done or no longer needed), when the
 model is disposed, or with this process; it never touches this process's GL objects (it has its

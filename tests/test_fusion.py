@@ -288,20 +288,29 @@ def test_no_fusion_where_masks_flow(tmp_path, monkeypatch):
     assert fusions == [] and fused == plain
 
 
+def refuses_fused_reads_kept(loaded, model, x, refused: dict, kept: str) -> str:
+    """Asking the loaded model for each fused-away layer's output raises FusedOutputError
+    matching refused[name]; the output of `kept` (what the fusion computes) matches Keras's.
+    Returns the summary text."""
+    for name, pattern in refused.items():
+        with pytest.raises(fusion.FusedOutputError, match=pattern):
+            loaded.predict(x, outputs=name, verbose=0)
+    reference = keras.Model(model.inputs, model.get_layer(kept).output)
+    assert_close(loaded.predict(x, outputs=kept, verbose=0), reference.predict(x, verbose=0))
+    lines = []
+    loaded.summary(print_fn=lines.append)
+    return lines[0]
+
+
 def test_asking_for_a_fused_output_names_the_fusion(tmp_path):
     model = seq("ask", (6, 6, 3), L.Conv2D(4, 3, name="conv"), L.BatchNormalization(name="bn"),
                 L.ReLU(name="relu"), L.Flatten(name="flat"))
     path, x = saved_with_input(model, tmp_path)
     with kg.load_model(path) as loaded:
-        for name in ("conv", "bn"):
-            with pytest.raises(fusion.FusedOutputError, match=f"'{name}'.*'conv' \\(\\+bn, \\+relu\\)"):
-                loaded.predict(x, outputs=name, verbose=0)
-        relu = keras.Model(model.inputs, model.get_layer("relu").output)
-        assert_close(loaded.predict(x, outputs="relu", verbose=0), relu.predict(x, verbose=0))
-        lines = []
-        loaded.summary(print_fn=lines.append)
-        assert "conv (Conv2D) (+bn, +relu)" in lines[0]
-        assert "fused into conv" in lines[0]
+        text = refuses_fused_reads_kept(loaded, model, x, {
+            name: f"'{name}'.*'conv' \\(\\+bn, \\+relu\\)" for name in ("conv", "bn")}, "relu")
+        assert "conv (Conv2D) (+bn, +relu)" in text
+        assert "fused into conv" in text
     with fusion.disabled(), kg.load_model(path) as plain:
         bn = keras.Model(model.inputs, model.get_layer("bn").output)
         assert_close(plain.predict(x, outputs="bn", verbose=0), bn.predict(x, verbose=0))
@@ -404,15 +413,11 @@ def test_residual_fusion_keeps_the_sum_readable_and_refuses_the_parts(tmp_path):
     path, x = saved_with_input(model, tmp_path, batch=2)
     with kg.load_model(path) as loaded:
         host = next(f.host for f in fusion.fusions_of(loaded._graph) if "add" in f.absorbed)
-        for name in ((host, "bn2", "drop") if host == "c2" else (host, "bn0")):
-            with pytest.raises(fusion.FusedOutputError, match=f"'{name}'"):
-                loaded.predict(x, outputs=name, verbose=0)
-        added = keras.Model(model.inputs, model.get_layer("add").output)
-        assert_close(loaded.predict(x, outputs="add", verbose=0), added.predict(x, verbose=0))
-        lines = []
-        loaded.summary(print_fn=lines.append)
-        assert "add (Add)" in lines[0] and ("fused into c2" in lines[0] or "fused into c0" in lines[0])
-        conv_row = next(line for line in lines[0].splitlines() if line.startswith(f"{host} ("))
+        text = refuses_fused_reads_kept(loaded, model, x, {
+            name: f"'{name}'" for name in ((host, "bn2", "drop") if host == "c2" else (host, "bn0"))},
+            "add")
+        assert "add (Add)" in text and ("fused into c2" in text or "fused into c0" in text)
+        conv_row = next(line for line in text.splitlines() if line.startswith(f"{host} ("))
         assert ("bn0" not in conv_row and "c0," not in conv_row) if host == "c2" else "c2" not in conv_row
 
 

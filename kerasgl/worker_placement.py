@@ -208,4 +208,5 @@ class PlacementTrials:
         return f"trying worker placements (replay {self.replays + 1} of at most {self.MAX_REPLAYS})"
 
 
-__all__ = ["available", "caller_pinned", "huddle", "huddled_on", "run_huddled", "spread", "PlacementTrials"]
+__all__ = ["available", "caller_pinned", "huddle", "huddled_on", "run_huddled", "spread",
+           "PlacementTrials"]

@@ -29,7 +29,11 @@ def normalize_shape(shape) -> tuple[int, ...]:
 
 
 def normalize_dtype(dtype) -> str:
-    name = np.dtype(dtype).name if dtype is not None else "float32"
+    if dtype is None:
+        return "float32"
+    if isinstance(dtype, str) and dtype in DTYPES:    # the common case, without a numpy call
+        return dtype
+    name = np.dtype(dtype).name
     if name not in DTYPES:
         raise ShapeError(f"kerasgl tensors are float32 or int32. Received dtype {name}.")
     return name

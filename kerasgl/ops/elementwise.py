@@ -1,6 +1,8 @@
 """Elementwise ops: unary maps (activations included) and binary ops with numpy broadcasting."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import buffer_views, tuning
@@ -15,6 +17,11 @@ MAX_RANK = 8
 
 def broadcast_shape(a_shape, b_shape) -> tuple[int, ...]:
     """numpy's broadcasting rule, with kerasgl's error when shapes do not fit."""
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    if a_shape == b_shape or not b_shape:
+        return a_shape                 # the common cases, without numpy's general machinery
+    if not a_shape:
+        return b_shape
     try:
         return tuple(np.broadcast_shapes(tuple(a_shape), tuple(b_shape)))
     except ValueError:
@@ -98,7 +105,7 @@ def _vec4_operand_kinds(a_shape, a_scalar, b_shape, b_scalar, out_shape):
     """("full" | "scalar" | "channel") for a and b when binary_vec4.comp can do the op, else None.
     It needs 4 | size(out); a per-channel operand ([1, .., 1, C], the squeeze-and-excitation scale
     or a bias) needs 4 | C so that its vec4s line up with the output's."""
-    size = int(np.prod(out_shape, dtype=np.int64)) if out_shape else 1
+    size = math.prod(out_shape)
     if size % 4:
         return None
     kinds = []

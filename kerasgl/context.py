@@ -28,7 +28,6 @@ _ctx = None
 _owner_thread: int | None = None
 _device_index: int | None = None
 _gl: "_DriverGL | None" = None
-_pinned_cpus: tuple = ()      # CPUs llvmpipe's compute workers were pinned to (llvmpipe_threads.py)
 _lock = threading.Lock()
 
 
@@ -58,7 +57,7 @@ def _requested_device() -> int | None:
 def get_context():
     """The moderngl context, created on first use. Raises GLContextError when GL is unusable or
     when called from a thread other than the one that created it."""
-    global _ctx, _owner_thread, _gl, _pinned_cpus
+    global _ctx, _owner_thread, _gl
     if _ctx is not None:
         if threading.get_ident() != _owner_thread:
             raise GLContextError(
@@ -90,7 +89,7 @@ def get_context():
         _ctx, _owner_thread = ctx, threading.get_ident()
         _gl = _DriverGL()
         if "llvmpipe" in ctx.info["GL_RENDERER"].lower():
-            _pinned_cpus = llvmpipe_threads.pin_new_workers(threads_before)
+            llvmpipe_threads.pin_new_workers(threads_before)
         return _ctx
 
 
@@ -191,7 +190,7 @@ def info() -> Info:
         glsl_version=driver().get_string(0x8B8C),  # GL_SHADING_LANGUAGE_VERSION
         egl_device=_requested_device() or 0, limits=limits(),
         llvmpipe_threads=llvmpipe_threads.count() if "llvmpipe" in renderer.lower() else None,
-        llvmpipe_pinned=_pinned_cpus)
+        llvmpipe_pinned=llvmpipe_threads.pinned_cpus())
 
 
 class _DriverGL:

@@ -24,7 +24,7 @@ _MAX_THREADS = 16      # Mesa's LP_MAX_THREADS
 
 # (thread id, CPU) of each compute worker pinned by pin_new_workers; worker_placement.py moves
 # them for the duration of a call and puts them back on these CPUs.
-_workers: list[tuple[int, int]] = []
+_workers: tuple[tuple[int, int], ...] = ()
 
 
 def count() -> int:
@@ -77,6 +77,7 @@ def pin_new_workers(before: dict[int, str]) -> tuple[int, ...]:
                      if tid not in before and name == own_name)
     if len(workers) != wanted:
         return ()             # not the threads we expect: leave the driver alone
+    global _workers
     used = []
     for tid, cpu in zip(workers, cpus):
         try:
@@ -84,10 +85,15 @@ def pin_new_workers(before: dict[int, str]) -> tuple[int, ...]:
         except OSError:
             break
         used.append((tid, cpu))
-    _workers[:] = used
-    return tuple(cpu for _, cpu in used)
+    _workers = tuple(used)
+    return pinned_cpus()
 
 
-def pinned_workers() -> list[tuple[int, int]]:
-    """(thread id, home CPU) of the workers pinned when the context was made ([] if none)."""
-    return list(_workers)
+def pinned_workers() -> tuple[tuple[int, int], ...]:
+    """(thread id, home CPU) of the workers pinned when the context was made (() if none)."""
+    return _workers
+
+
+def pinned_cpus() -> tuple[int, ...]:
+    """The CPUs the workers were pinned to (() if none)."""
+    return tuple(cpu for _, cpu in _workers)

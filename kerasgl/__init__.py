@@ -1,6 +1,6 @@
 """kerasgl: run trained Keras models on any OpenGL 4.3 GPU, with explicit GPU memory control."""
-from .context import info, select_device
-from .driver_objects import DriverObjects, driver_objects
+from .runtime.context import info, select_device
+from .runtime.driver_objects import DriverObjects, driver_objects
 from .errors import (DisposedError, GLContextError, GPULimitError, KerasGLError, ModelFileError,
                      ShapeError, UnsupportedLayerError)
 from .gl_dump import gl_objects
@@ -8,9 +8,8 @@ from .model import Model, load_model, load_model_from_json
 from .ops.layout import transpose
 from .ops.random import random_normal, random_uniform
 from .ops.reduce import reduce_max, reduce_mean, reduce_min, reduce_sum
-from .ownership import (KindUsage, LeakError, MemoryInfo, dispose, keep, leak_report,
-                        leak_tracking_enabled, memory, tidy, track_leaks)
-from .shaders import ShaderError, clear_program_cache
-from .tensor import Tensor, empty, fill, ones, tensor, zeros
+from .tensors.ownership import KindUsage, LeakError, MemoryInfo, dispose, keep, leak_report, leak_tracking_enabled, memory, tidy, track_leaks
+from .runtime.shaders import ShaderError, clear_program_cache
+from .tensors.tensor import Tensor, empty, fill, ones, tensor, zeros
 
 __version__ = "0.1.0"

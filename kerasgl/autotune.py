@@ -1,5 +1,5 @@
 """A short measurement of the kernel variants on this device, saved in the per-device tuning cache
-(kerasgl/tuning.py), for GPUs whose renderer kerasgl has no measured defaults for.
+(kerasgl/runtime/tuning.py), for GPUs whose renderer kerasgl has no measured defaults for.
 
 `measure_and_save()` (or `kerasgl tune` from the shell) times each choice tuning.py offers on a
 few small representative ops, one choice at a time with the others as they are, keeps the faster
@@ -17,9 +17,10 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from . import context, ownership, tuning
+from .runtime import context, tuning
+from .tensors import ownership
 from .ops import conv, elementwise, matmul, pool
-from .tensor import tensor
+from .tensors.tensor import tensor
 
 MARGIN = 0.9       # a variant must take under 90% of the current choice's time to replace it
 

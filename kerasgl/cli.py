@@ -108,7 +108,7 @@ def cmd_tune(args) -> int:
 
 
 def kg_info_line() -> str:
-    from . import context
+    from .runtime import context
     info = context.info()
     return f"{info.renderer} ({info.version})"
 

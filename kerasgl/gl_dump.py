@@ -11,8 +11,8 @@ import argparse
 import json
 import sys
 
-from . import ownership
-from .driver_objects import KINDS, driver_objects
+from .tensors import ownership
+from .runtime.driver_objects import KINDS, driver_objects
 
 
 def gl_objects() -> dict:

@@ -16,16 +16,16 @@ import math
 
 import numpy as np
 
-from . import compile_ahead, context, ownership
+from .devices.llvmpipe import compile_ahead
+from .runtime import context
+from .tensors import ownership
 from .errors import DisposedError, GPULimitError, ModelFileError, ShapeError
-from .feeding import (DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count, batch_slice,
-                      fixed_batch_size,
-                      check_input, concat_batches)
-from .graph import Graph, NestedModel, TensorSpec
-from .masks import prepare_graph
-from .plan import ModelPlans, PlanInfo
+from .compiler.feeding import DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count, batch_slice, fixed_batch_size, check_input, concat_batches
+from .compiler.graph import Graph, NestedModel, TensorSpec
+from .compiler.masks import prepare_graph
+from .plans.plan import ModelPlans, PlanInfo
 from .saving.spec import ModelSpec, TensorRef
-from .tensor import Tensor, tensor as upload, view
+from .tensors.tensor import Tensor, tensor as upload, view
 
 
 def load_model(path) -> "Model":
@@ -35,7 +35,7 @@ def load_model(path) -> "Model":
     from . import saving
     spec = saving.read_model(path)
     # llvmpipe: a helper process compiles the shaders from the last layer backwards while the
-    # first predict compiles them forwards (kerasgl/compile_ahead.py).
+    # first predict compiles them forwards (kerasgl/devices/llvmpipe/compile_ahead.py).
     helper = compile_ahead.maybe_start(path, compile_ahead.layer_count(spec))
     try:
         model = Model.from_spec(spec)
@@ -384,7 +384,7 @@ class Model:
     def summary(self, print_fn=None, expand_nested: bool = False, line_length: int | None = None):
         """Print the layers, their output shapes, parameter counts and the shaders they run."""
         self._check_alive()
-        from .summary import format_summary
+        from .compiler.summary import format_summary
         text = format_summary(self, expand_nested=expand_nested, line_length=line_length)
         (print_fn or print)(text)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from . import ownership
+from .tensors import ownership
 
 
 def live_tensor_ids() -> set:

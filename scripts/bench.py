@@ -96,7 +96,7 @@ def measure(fn, repeats: int, budget_s: float, sync=None, warmups: int = 1, sett
 
 def until_plans_settle(model, predict, limit: int = 12) -> None:
     """Call predict until no plan of the model is still trying worker placements (llvmpipe: the
-    first replays of a plan time each placement; kerasgl/worker_placement.py)."""
+    first replays of a plan time each placement; kerasgl/devices/llvmpipe/placement.py)."""
     for _ in range(limit):
         if not any(info.placement.startswith("trying") for info in model.plan_info()):
             return
@@ -115,7 +115,7 @@ def settle() -> None:
 
 
 def gl_finish() -> None:
-    from kerasgl import context
+    from kerasgl.runtime import context
     context.get_context().finish()
 
 
@@ -304,7 +304,8 @@ def bench_dispatch(quick: bool) -> dict:
     - driver: the same compiled program dispatched straight through moderngl (buffers bound
       once, no kerasgl code): the floor of any dispatch on this driver."""
     import kerasgl as kg
-    from kerasgl import context, shaders, worker_placement
+    from kerasgl.runtime import context, shaders
+    from kerasgl.devices.llvmpipe import placement as worker_placement
     from kerasgl.ops import dispatch
     count = 200 if quick else 3000
     result = {"calls": count}
@@ -414,7 +415,7 @@ def keras_side(path: str, x1: np.ndarray, xb: np.ndarray, repeats: int, budget_s
             "bn_images_per_s": len(xb) / bn["median_s"], "output": model.predict(x1, verbose=0)}
 
 
-# llvmpipe's inline mode (kerasgl/context.py: LP_NUM_THREADS=0 runs each dispatch on the calling
+# llvmpipe's inline mode (kerasgl/runtime/context.py: LP_NUM_THREADS=0 runs each dispatch on the calling
 # thread: no thread-pool wake-up per dispatch, one core). Measured next to the default pool.
 INLINE_ENV = {"LP_NUM_THREADS": "0"}
 
@@ -457,7 +458,7 @@ class IntermediateWatcher:
     created_bytes: bytes of every distinct storage of the tensors made during the call."""
 
     def __init__(self, weights_bytes: int):
-        from kerasgl import ownership
+        from kerasgl.tensors import ownership
         self.ownership, self.weights_bytes = ownership, weights_bytes
         self.live = sum(o.nbytes for o in ownership.live_gl_objects() if o.kind != "program")
         self.peak_total = self.live
@@ -564,7 +565,8 @@ def kerasgl_child(config: dict) -> int:
 
 def kerasgl_stages(config: dict, result: dict) -> None:
     import kerasgl as kg
-    from kerasgl import ownership, shaders
+    from kerasgl.tensors import ownership
+    from kerasgl.runtime import shaders
     if config.get("dispatch_only"):
         result["dispatch"] = bench_dispatch(config["quick"])
         return
@@ -649,7 +651,7 @@ def bench_model(name: str, args, workdir: str) -> dict:
     warm = run_kerasgl_child({**config, "first_only": True}, workdir, "warm")
     row["kerasgl"]["first_warm_s"] = warm.get("first_s")
     # The cold first predict again, in an empty Mesa cache of its own, without the compile-ahead
-    # helper (kerasgl/compile_ahead.py): what the helper saves.
+    # helper (kerasgl/devices/llvmpipe/compile_ahead.py): what the helper saves.
     serial = run_kerasgl_child({**config, "first_only": True}, workdir, "serial", {
         "KERASGL_COMPILE_AHEAD": "0",
         "MESA_SHADER_CACHE_DIR": os.path.join(workdir, f"mesa_{name}_serial")})

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 import kerasgl as kg
-from kerasgl import context
+from kerasgl.runtime import context
 
 
 def median_ms(fn, repeats=20, sync=lambda: None):

@@ -6,7 +6,7 @@
 For each model, Keras builds it (weights=None: nothing downloaded) and saves it as .keras under
 /tmp/kerasgl_probe (reused between runs); then a fresh process with Mesa's on-disk shader cache
 disabled (MESA_SHADER_CACHE_DISABLE=true, what a fresh machine or CI sees) times load_model ->
-first predict, and every program compile on the way (kerasgl.shaders.program wrapped from
+first predict, and every program compile on the way (kerasgl.runtime.shaders.program wrapped from
 outside: only calls that miss the program cache are timed), then the steady-state median.
 Prints the totals and the slowest (file, defines) variants.
 """
@@ -24,7 +24,7 @@ CACHE_DIR = "/tmp/kerasgl_probe"
 CHILD = r"""
 import sys, time, json, statistics, numpy as np
 import kerasgl as kg
-from kerasgl import shaders
+from kerasgl.runtime import shaders
 compiles = []
 original = shaders.program
 def timed(name, defines=None):

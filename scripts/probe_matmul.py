@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 import kerasgl as kg
-from kerasgl import context
+from kerasgl.runtime import context
 from kerasgl.ops import matmul as mm
 
 

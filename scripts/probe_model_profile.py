@@ -27,7 +27,7 @@ def main() -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_predict import build
     import kerasgl as kg
-    from kerasgl import context
+    from kerasgl.runtime import context
     from kerasgl.ops import dispatch
     keras_model = build(args.model, args.size)
     x = np.random.default_rng(0).uniform(0, 1, (1,) + tuple(keras_model.inputs[0].shape[1:])).astype("float32")

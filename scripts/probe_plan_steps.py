@@ -6,7 +6,7 @@ import time
 import numpy as np
 
 import kerasgl as kg
-from kerasgl import context
+from kerasgl.runtime import context
 
 
 def main(path: str, shape: tuple, repeats: int = 20) -> None:

@@ -7,7 +7,7 @@ import os
 import pytest
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
-# No compile-ahead helper processes for the suite's models (kerasgl/compile_ahead.py): they cannot
+# No compile-ahead helper processes for the suite's models (kerasgl/devices/llvmpipe/compile_ahead.py): they cannot
 # change a result, only add load; tests/test_compile_ahead.py turns them on where it checks them.
 os.environ.setdefault("KERASGL_COMPILE_AHEAD", "0")
 

@@ -1,11 +1,12 @@
-"""Texture-buffer views of storage buffers (kerasgl/buffer_views.py): one per buffer, released with
+"""Texture-buffer views of storage buffers (kerasgl/runtime/buffer_views.py): one per buffer, released with
 it, counted by the driver as a texture of no bytes of its own, and planned models that read
 through them free every one with the model. Checked against the driver itself (glIsTexture)."""
 import numpy as np
 
 import kerasgl as kg
-from kerasgl import buffer_views, ownership
-from kerasgl.driver_objects import driver_objects, is_live, mismatches
+from kerasgl.runtime import buffer_views
+from kerasgl.tensors import ownership
+from kerasgl.runtime.driver_objects import driver_objects, is_live, mismatches
 from kerasgl.ops import matmul as mm
 
 

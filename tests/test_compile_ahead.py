@@ -1,4 +1,4 @@
-"""The compile-ahead helper (kerasgl/compile_ahead.py): a process that runs a model's layers last
+"""The compile-ahead helper (kerasgl/devices/llvmpipe/compile_ahead.py): a process that runs a model's layers last
 first on zeros, so that llvmpipe's shader compiles of a cold first predict are shared between two
 CPUs through Mesa's disk cache. Checked for real: the helper runs every layer, fills an empty Mesa
 cache, ends when the first predict returns, is not started again for a file noted as compiled,
@@ -15,7 +15,7 @@ import pytest
 from keras_ref import assert_close, keras, randomize_weights
 
 import kerasgl as kg
-from kerasgl import compile_ahead
+from kerasgl.devices.llvmpipe import compile_ahead
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ON_LLVMPIPE = "llvmpipe" in kg.info().renderer.lower()
@@ -128,7 +128,7 @@ def test_the_helper_dies_with_the_process_that_started_it(tmp_path):
     path = slow_to_compile_model(tmp_path)
     code = f"""
 import os, time, kerasgl as kg
-from kerasgl import compile_ahead
+from kerasgl.devices.llvmpipe import compile_ahead
 helper = compile_ahead.maybe_start({path!r}, compile_ahead.MIN_LAYERS)
 print(helper.process.pid, flush=True)
 time.sleep(2)                      # the helper is compiling by now

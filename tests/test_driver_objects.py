@@ -8,8 +8,10 @@ import sys
 import numpy as np
 
 import kerasgl as kg
-from kerasgl import context, gl_dump, ownership
-from kerasgl.driver_objects import driver_objects, is_live, mismatches, registry_names
+from kerasgl.runtime import context
+from kerasgl import gl_dump
+from kerasgl.tensors import ownership
+from kerasgl.runtime.driver_objects import driver_objects, is_live, mismatches, registry_names
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

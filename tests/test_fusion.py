@@ -1,4 +1,4 @@
-"""Load-time fusions (kerasgl/fusion.py) against Keras 3: each fusion keeps the results of Keras
+"""Load-time fusions (kerasgl/compiler/fusion.py) against Keras 3: each fusion keeps the results of Keras
 (within 1e-4) and removes dispatches; the cases where fusing would be wrong leave the graph alone.
 
 Dispatches are counted by wrapping kerasgl.ops.dispatch.run (the GL work still runs)."""
@@ -13,7 +13,7 @@ import pytest
 from keras_ref import assert_close, keras, randomize_weights
 
 import kerasgl as kg
-from kerasgl import fusion
+from kerasgl.compiler import fusion
 from kerasgl.ops import dispatch
 
 L = keras.layers

@@ -40,7 +40,7 @@ CHECK = r"""
 import os, sys
 import numpy as np
 import kerasgl as kg
-from kerasgl import shaders
+from kerasgl.runtime import shaders
 prefix = os.path.realpath(sys.prefix)
 assert os.path.realpath(kg.__file__).startswith(prefix), kg.__file__
 assert os.path.realpath(shaders.shader_dir()).startswith(prefix), shaders.shader_dir()

@@ -36,7 +36,7 @@ MUST_MATCH = {
     "rnn_time_major", "lstm_keras2_defaults",
     # kerasgl/layers/wrappers.py (commit 14d04d8): inner configs with time_major / groups
     "rnn_wrappers", "bidirectional_wrappers", "time_distributed_wrappers",
-    # kerasgl/masks.py (commit 5963d65): Embedding(mask_zero) / Masking into RNNs and pooling
+    # kerasgl/compiler/masks.py (commit 5963d65): Embedding(mask_zero) / Masking into RNNs and pooling
     "masked_sequences",
     "core_and_preprocessing",
     # graph.py hands Keras 2's keyword tensor arguments (mha(q, v) saved as value=v) to layers

@@ -1,4 +1,4 @@
-"""llvmpipe's compute threads (kerasgl/llvmpipe_threads.py): counted as Mesa counts them, pinned one
+"""llvmpipe's compute threads (kerasgl/devices/llvmpipe/threads.py): counted as Mesa counts them, pinned one
 per CPU when the context is made, left alone when asked to or when they are not what we expect.
 The pinning itself is checked on the live driver, through /proc (no mock of anything)."""
 import os
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import kerasgl as kg
-from kerasgl import llvmpipe_threads, worker_placement
+from kerasgl.devices.llvmpipe import placement as worker_placement, threads as llvmpipe_threads
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ON_LLVMPIPE = "llvmpipe" in kg.info().renderer.lower()

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import kerasgl as kg
-from kerasgl import context, ownership
-from kerasgl.driver_objects import driver_objects, is_live, mismatches
+from kerasgl.runtime import context
+from kerasgl.tensors import ownership
+from kerasgl.runtime.driver_objects import driver_objects, is_live, mismatches
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -1,9 +1,9 @@
-"""kerasgl.memory_plan: greedy-by-size sharing of buffers between tensors with disjoint lifetimes
+"""kerasgl.plans.memory_plan: greedy-by-size sharing of buffers between tensors with disjoint lifetimes
 (pure Python; checked against brute-force properties on random lifetimes)."""
 import numpy as np
 import pytest
 
-from kerasgl.memory_plan import Usage, assign, naive_bytes, peak_live_bytes
+from kerasgl.plans.memory_plan import Usage, assign, naive_bytes, peak_live_bytes
 
 
 def random_usages(rng, count, steps):

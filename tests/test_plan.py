@@ -1,4 +1,4 @@
-"""Execution plans (kerasgl/plan.py): predict recorded at an input shape and replayed.
+"""Execution plans (kerasgl/plans/plan.py): predict recorded at an input shape and replayed.
 
 Plans must give bit-identical results to eager execution (and so match Keras), create no GL
 object in steady state (asked of the driver), share buffers between intermediates, free their
@@ -11,8 +11,10 @@ import pytest
 from keras_ref import assert_close, keras, randomize_weights
 
 import kerasgl as kg
-from kerasgl import ownership, plan, shaders
-from kerasgl.driver_objects import driver_objects, is_live
+from kerasgl.tensors import ownership
+from kerasgl.plans import plan
+from kerasgl.runtime import shaders
+from kerasgl.runtime.driver_objects import driver_objects, is_live
 
 L = keras.layers
 WARM_UP = 3          # two recorded calls that agree, then the plan replays

@@ -9,7 +9,7 @@ from graph_helpers import GLProbe, Probe, Scale, gl_state, gl_test_layers  # noq
 from keras_ref import assert_close, keras, randomize_weights
 
 import kerasgl as kg
-from kerasgl.feeding import Progress
+from kerasgl.compiler.feeding import Progress
 
 ops = keras.ops
 pytestmark = pytest.mark.usefixtures("gl_test_layers")

@@ -1,4 +1,4 @@
-"""Per-device kernel tuning (kerasgl/tuning.py): every variant it may choose computes the same
+"""Per-device kernel tuning (kerasgl/runtime/tuning.py): every variant it may choose computes the same
 values, and its cache file never gets in the way. References: numpy for ops, Keras for layers."""
 import json
 import os
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import kerasgl as kg
-from kerasgl import tuning
+from kerasgl.runtime import tuning
 from kerasgl.ops import conv, matmul as mm
 
 VARIANTS = ["conv_weights_image=0,conv_input_image=0,matmul_views=0,matmul_as_conv=0,window_views=0,depthwise_views=0,elementwise_views=0",

@@ -1,4 +1,4 @@
-"""Where llvmpipe's compute workers wait during a call (kerasgl/worker_placement.py).
+"""Where llvmpipe's compute workers wait during a call (kerasgl/devices/llvmpipe/placement.py).
 
 Checked on the live driver through /proc: an eager dispatch of one work group huddles the workers
 on the caller's CPU and leaves the caller's CPU mask as it was; the next larger dispatch puts
@@ -15,8 +15,8 @@ import pytest
 from keras_ref import assert_close, keras, randomize_weights
 
 import kerasgl as kg
-from kerasgl import llvmpipe_threads, worker_placement
-from kerasgl.worker_placement import PlacementTrials
+from kerasgl.devices.llvmpipe import placement as worker_placement, threads as llvmpipe_threads
+from kerasgl.devices.llvmpipe.placement import PlacementTrials
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 needs_placement = pytest.mark.skipif(
@@ -117,7 +117,7 @@ def test_trials_try_short_steps_huddled_then_the_clear_winners_and_keep_the_fast
 
 
 def test_no_placement_when_pinning_is_off():
-    code = ("import kerasgl as kg, numpy as np; from kerasgl import worker_placement as w; "
+    code = ("import kerasgl as kg, numpy as np; from kerasgl.devices.llvmpipe import placement as w; "
             "t = kg.tensor(np.ones(3, np.float32)); (t + t).numpy(); "
             "print(w.available(), w.huddled_on())")
     env = dict(os.environ, PYTHONPATH=ROOT, KERASGL_PIN_THREADS="0")

@@ -101,7 +101,7 @@ def apply(x, value, keras_major: int, where: str = "", axis=-1):
     """A new tensor: the activation `value` (a config value) applied to x. softmax and log_softmax
     run over `axis`; the identity returns a view (no copy, no dispatch). x is not disposed."""
     from ..ops import elementwise, softmax
-    from ..tensor import view
+    from ..tensors.tensor import view
     name = activation_name(value)
     fn = pointwise(value, keras_major, where)
     if fn is None:

@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import ModelFileError
 from ..ops import attention as attn_ops
 from ..ops import elementwise, layout, matmul
-from ..tensor import Tensor, tensor, view
+from ..tensors.tensor import Tensor, tensor, view
 from .base import Layer, register
 
 KERAS_SOFTMAX_MASK_FILL = -1e9                                  # keras.layers.Softmax with a mask

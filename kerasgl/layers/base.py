@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ownership
+from ..tensors import ownership
 from ..errors import ShapeError, UnsupportedLayerError
 from ..saving.spec import LayerSpec
-from ..tensor import Tensor, tensor
+from ..tensors.tensor import Tensor, tensor
 
 LAYER_CLASSES: dict[str, type] = {}
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ownership
+from ..tensors import ownership
 from ..errors import ModelFileError
 from ..ops import conv
 from . import activations

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..ops import layout, matmul, merge
-from ..tensor import view
+from ..tensors.tensor import view
 from . import activations
 from .base import AffineFoldable, Layer, register
 
@@ -52,7 +52,7 @@ class Dense(AffineFoldable, Layer):
                                    f"{tuple(input_shape)}.")
         return tuple(input_shape[:-1]) + (self.units,)
 
-    # -- graph fusions (kerasgl/fusion.py calls these before build; each returns False and
+    # -- graph fusions (kerasgl/compiler/fusion.py calls these before build; each returns False and
     # changes nothing where the result would not be exact) ---------------------------------------
     def _linear_and_unbuilt(self) -> bool:
         return not self.built and self.fused is not None and self.fused.is_identity

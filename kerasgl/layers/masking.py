@@ -12,7 +12,7 @@ from .op_nodes import BroadcastingOp, OpNode, ReduceOp, register_op
 @register("Masking")
 class Masking(Layer):
     """Outputs x with the steps whose features all equal mask_value set to 0; its mask (the kept
-    steps) is made by kerasgl/masks.py."""
+    steps) is made by kerasgl/compiler/masks.py."""
     shaders = ("not_equal.comp", "reduce.comp", "binary.comp")
 
     def __init__(self, spec, keras_major: int = 3):
@@ -101,7 +101,7 @@ class ConvertToTensorOp(OpNode):
     shaders = ()
 
     def run(self, bound):
-        from ..tensor import view
+        from ..tensors.tensor import view
         dtype = self.opt(bound, "dtype")
         if dtype not in (None, "float32", "bool"):
             raise self.unsupported(f"convert_to_tensor to dtype {dtype!r}")

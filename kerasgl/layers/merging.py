@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ops import elementwise, merge
-from ..tensor import view
+from ..tensors.tensor import view
 from .base import Layer, register
 from .op_nodes import _BINARY, BinaryOp
 

@@ -3,7 +3,7 @@ channels-last (channels_first by transposing). 1D pooling runs as 2D over one ro
 from __future__ import annotations
 
 from ..ops import layout, masking, pool
-from ..tensor import view
+from ..tensors.tensor import view
 from .base import register
 from .spatial_utils import SpatialLayer, as_rows, from_rows, int_tuple
 
@@ -24,7 +24,7 @@ class _Pool(SpatialLayer):
         self._zero_padding = ((0, 0),) * r     # an absorbed ZeroPadding's (before, after) per axis
 
     def absorb_zero_padding(self, pads) -> bool:
-        """Take over a ZeroPadding applied right before (kerasgl/fusion.py): the pooling reads
+        """Take over a ZeroPadding applied right before (kerasgl/compiler/fusion.py): the pooling reads
         its zeros itself. Exact for padding="valid" (the windows cover padded cells the same)."""
         if self.channels_first or self.padding != "valid" or any(map(any, self._zero_padding)) \
                 or len(pads) != self.spatial_rank:

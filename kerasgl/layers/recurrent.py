@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import ownership
+from ..tensors import ownership
 from ..errors import ModelFileError
 from ..ops import layout, rnn
-from ..tensor import view
+from ..tensors.tensor import view
 from . import activations
 from .base import Layer, register
 

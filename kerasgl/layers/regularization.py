@@ -2,7 +2,7 @@
 Each returns a view of its input (no copy, no dispatch)."""
 from __future__ import annotations
 
-from ..tensor import view
+from ..tensors.tensor import view
 from .base import Layer, register
 
 

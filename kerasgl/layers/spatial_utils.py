@@ -4,7 +4,7 @@ channels-last-only paths do), and running 1D layers as 2D over a single row."""
 from __future__ import annotations
 
 from ..ops import layout
-from ..tensor import Tensor, view
+from ..tensors.tensor import Tensor, view
 from .base import Layer
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 
-from .. import ownership
+from ..tensors import ownership
 from ..errors import UnsupportedLayerError
 from ..ops import elementwise, merge
 from ..saving.spec import LayerSpec
-from ..tensor import view
+from ..tensors.tensor import view
 from .base import LAYER_CLASSES, Layer, register
 from .recurrent import Recurrent, flatten_states
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
-from ..tensor import Tensor, empty
+from ..tensors.tensor import Tensor, empty
 from . import dispatch
 from .elementwise import broadcast_shape, broadcast_strides
 from .storage_ops import any_storage

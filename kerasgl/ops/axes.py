@@ -86,7 +86,7 @@ def run_grouped(shader: str, kept, reduced, *, defines: dict, buffers, uniforms:
 def run_over_axes(shader: str, x, axes, *, defines: dict, buffers, uniforms: dict):
     """A new tensor shaped like x, written by a shader built on axis_groups.glsl (one invocation
     per position outside `axes`) that reads `buffers` and writes the output, bound after them."""
-    from ..tensor import empty
+    from ..tensors.tensor import empty
     out = empty(x.shape)
     if out.size:
         kept, reduced = axis_groups(x.shape, axes)

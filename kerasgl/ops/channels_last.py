@@ -3,9 +3,9 @@ share: the input check, and one dispatch with an invocation per output cell, or 
 it when the channels divide by 4 (vec4 loads and stores are much faster on llvmpipe)."""
 from __future__ import annotations
 
-from .. import buffer_views, tuning
+from ..runtime import buffer_views, tuning
 from ..errors import ShapeError
-from ..tensor import Tensor, empty
+from ..tensors.tensor import Tensor, empty
 from . import dispatch
 
 _LAYOUTS = {4: "[batch, height, width, channels]", 5: "[batch, depth, height, width, channels]"}

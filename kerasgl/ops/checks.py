@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..errors import ShapeError
-from ..tensor import Tensor
+from ..tensors.tensor import Tensor
 
 
 def float32_tensor(x, what: str = "x") -> Tensor:

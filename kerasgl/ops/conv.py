@@ -13,14 +13,14 @@ from typing import Callable
 
 import numpy as np
 
-from .. import buffer_views, tuning
+from ..runtime import buffer_views, tuning
 from ..errors import ShapeError
-from ..tensor import Tensor, empty
+from ..tensors.tensor import Tensor, empty
 from . import dispatch
 from .storage_ops import any_storage
 
 def local_size() -> int:
-    """Lanes per work group of the convolution kernels (kerasgl/tuning.py conv_local_size).
+    """Lanes per work group of the convolution kernels (kerasgl/runtime/tuning.py conv_local_size).
     llvmpipe hands whole groups to its threads, so more, smaller groups balance better: ResNet50
     planned predict 229-236 ms with 16 vs 244-248 with 32; 8 rather than 16 takes 11-12% off the
     7x7 layers (7 groups of 16 on 2 threads became 14 of 8) and changes nothing elsewhere."""

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ShapeError
-from ..tensor import Tensor, empty
+from ..tensors.tensor import Tensor, empty
 from . import dispatch
 from .conv import LINEAR, ConvKernel, local_size, choose_pix, effective_size, pack_conv
 from .storage_ops import any_storage

@@ -1,7 +1,7 @@
 """Tensors made on the GPU: constant fills (and random numbers, in random.py)."""
 from __future__ import annotations
 
-from ..tensor import Tensor, _check_storage, empty, normalize_dtype, normalize_shape
+from ..tensors.tensor import Tensor, _check_storage, empty, normalize_dtype, normalize_shape
 from . import dispatch
 from .storage_ops import into_storage
 

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import math
 
-from .. import buffer_views, context, ownership, shaders, worker_placement
+from ..runtime import buffer_views, context, shaders
+from ..tensors import ownership
+from ..devices.llvmpipe import placement as worker_placement
 
 MAX_GROUPS_PER_DIM = 65535
 DEFAULT_LOCAL_SIZE = 64
@@ -28,7 +30,7 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
     images: sequence of (unit, moderngl texture, read, write, format) bound as image units.
     views: sequence of (unit, buffer tensor) or (unit, buffer tensor, format): the tensor's buffer
         bound to that image unit as a read-only imageBuffer, "rgba32f" unless said ("r32f")
-        (kerasgl/buffer_views.py; check buffer_views.fits first).
+        (kerasgl/runtime/buffer_views.py; check buffer_views.fits first).
     uniforms: name -> value; names the compiler optimised away are ignored, and tuple values
         for array uniforms are cut to the length the compiler kept (GLSL compilers shrink an
         array to the elements the code can reach, and moderngl wants exactly that length).

@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 
-from .. import buffer_views, tuning
+from ..runtime import buffer_views, tuning
 from ..errors import ShapeError
-from ..tensor import Tensor, empty
+from ..tensors.tensor import Tensor, empty
 from . import dispatch
 from .storage_ops import any_storage
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
-from ..tensor import Tensor, empty, tensor
+from ..tensors.tensor import Tensor, empty, tensor
 from . import dispatch
 from .storage_ops import any_storage
 

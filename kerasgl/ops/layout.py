@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
-from ..tensor import Tensor, empty, view
+from ..tensors.tensor import Tensor, empty, view
 from . import dispatch
 from .storage_ops import any_storage
 

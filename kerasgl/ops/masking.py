@@ -5,9 +5,9 @@ floats), any/all over the feature axis, and the masked mean over time of GlobalA
 """
 from __future__ import annotations
 
-from .. import ownership
+from ..tensors import ownership
 from ..errors import ShapeError
-from ..tensor import Tensor, empty, view
+from ..tensors.tensor import Tensor, empty, view
 from . import dispatch, elementwise, reduce
 from .storage_ops import any_storage
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 
-from .. import buffer_views, tuning
+from ..runtime import buffer_views, tuning
 from ..errors import ShapeError
-from ..tensor import Tensor, empty, view, zeros
+from ..tensors.tensor import Tensor, empty, view, zeros
 from . import dispatch
 from .elementwise import broadcast_shape
 from .storage_ops import any_storage
@@ -216,7 +216,7 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
 
 
 # A matmul at least this large (M * K * N) runs on the convolution kernel where the device's tuning
-# says so (kerasgl/tuning.py): its larger tiles pay from here on. B is read in place, as a 1x1
+# says so (kerasgl/runtime/tuning.py): its larger tiles pay from here on. B is read in place, as a 1x1
 # kernel whose input-channel rows are B's rows (llvmpipe, 1024^3 with both operands read through
 # buffer views: 60 GFLOP/s when B was packed per call, see scripts/probe_matmul.py).
 AS_CONV_MIN_WORK = 1 << 21

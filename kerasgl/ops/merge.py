@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
-from ..tensor import Tensor, empty, view
+from ..tensors.tensor import Tensor, empty, view
 from . import dispatch, elementwise, layout
 from .axes import normalize_axes, reduced_axes, run_over_axes
 from .checks import float32_tensor

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from .. import buffer_views, tuning
+from ..runtime import buffer_views, tuning
 from ..errors import ShapeError
-from ..tensor import Tensor, empty
+from ..tensors.tensor import Tensor, empty
 from . import dispatch
 from .axes import normalize_axes, reduced_axes, run_over_axes
 from .checks import float32_tensor

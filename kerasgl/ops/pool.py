@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
-from ..tensor import Tensor, view
+from ..tensors.tensor import Tensor, view
 from .channels_last import check_input, run_per_cell
 from .storage_ops import any_storage
 
@@ -31,7 +31,7 @@ def pool2d(x: Tensor, mode: str, pool_size, strides, padding: str = "valid",
     """Max ('max') or average ('avg') pooling of x [batch, height, width, channels].
     zero_padding ((top, bottom), (left, right)): pool x as if a ZeroPadding2D had padded it first
     (its zeros take part in the windows; padding must then be 'valid'): a ZeroPadding fused into
-    the pooling at load (kerasgl/fusion.py), without the padded tensor."""
+    the pooling at load (kerasgl/compiler/fusion.py), without the padded tensor."""
     check_mode(mode, "pool2d")
     check_input(x, 4, "pool2d")
     b, h, w, c = x.shape

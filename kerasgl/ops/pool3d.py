@@ -3,7 +3,7 @@ Global 3D pooling needs nothing new: ops.pool.global_pool reduces over every spa
 from __future__ import annotations
 
 from ..errors import ShapeError
-from ..tensor import Tensor
+from ..tensors.tensor import Tensor
 from .channels_last import check_input, run_per_cell
 from .pool import check_mode, pool_padding
 from .storage_ops import any_storage

@@ -10,7 +10,7 @@ import math
 import os
 
 from ..errors import ShapeError
-from ..tensor import Tensor, _check_storage, empty, normalize_dtype, normalize_shape
+from ..tensors.tensor import Tensor, _check_storage, empty, normalize_dtype, normalize_shape
 from . import dispatch
 from .storage_ops import into_storage
 

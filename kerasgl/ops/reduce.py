@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..errors import ShapeError
-from ..tensor import Tensor, empty, view
+from ..tensors.tensor import Tensor, empty, view
 from . import dispatch
 from .checks import float32_tensor
 from .storage_ops import any_storage

@@ -1,7 +1,7 @@
 """softmax and log_softmax over any axis (or set of axes), numerically stable."""
 from __future__ import annotations
 
-from ..tensor import Tensor
+from ..tensors.tensor import Tensor
 from .axes import reduced_axes, run_over_axes
 from .checks import float32_tensor
 from .storage_ops import any_storage

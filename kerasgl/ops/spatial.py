@@ -3,7 +3,7 @@ and upsampling by integer factors (nearest or bilinear). 1D variants run as 2D o
 from __future__ import annotations
 
 from ..errors import ShapeError
-from ..tensor import Tensor
+from ..tensors.tensor import Tensor
 from .channels_last import check_input, run_per_cell
 from .storage_ops import any_storage
 

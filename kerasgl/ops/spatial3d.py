@@ -3,7 +3,7 @@ kernel) and nearest upsampling by integer factors, over volumes [batch, d, h, w,
 from __future__ import annotations
 
 from ..errors import ShapeError
-from ..tensor import Tensor
+from ..tensors.tensor import Tensor
 from .channels_last import check_input, run_per_cell
 from .storage_ops import any_storage
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 
-from ..tensor import Tensor, empty, texture_extent
+from ..tensors.tensor import Tensor, empty, texture_extent
 from . import dispatch
 
 _FORMAT = {"float32": 0x822E, "int32": 0x8235}   # GL_R32F, GL_R32I

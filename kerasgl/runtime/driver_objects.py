@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import context, ownership
+from . import context
+from ..tensors import ownership
 
 KINDS = ("buffer", "texture", "program")
 PROBE_MARGIN = 64

@@ -9,8 +9,8 @@ import os
 import re
 
 from . import context
-from .errors import KerasGLError
-from .ownership import GLObject
+from ..errors import KerasGLError
+from ..tensors.ownership import GLObject
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.MULTILINE)
 _cache: dict[tuple, GLObject] = {}
@@ -26,7 +26,7 @@ def shader_dir() -> str:
     repository's (a source checkout or an editable install). A plain directory, not
     importlib.resources: kerasgl._shaders has no __init__.py, and a namespace package's
     resources object does not name a real path."""
-    package = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # kerasgl/
     installed = os.path.join(package, "_shaders")
     if os.path.isfile(os.path.join(installed, "common.glsl")):
         return installed
@@ -86,7 +86,7 @@ def clear_program_cache() -> None:
         obj.release()
     _cache.clear()
     _sources.clear()
-    from .ops import dispatch
+    from ..ops import dispatch
     dispatch.forget_uniform_values()
 
 

@@ -9,8 +9,9 @@ import math
 
 import numpy as np
 
-from . import context, ownership as memory
-from .errors import DisposedError, GPULimitError, ShapeError
+from ..runtime import context
+from . import ownership as memory
+from ..errors import DisposedError, GPULimitError, ShapeError
 
 DTYPES = {"float32": np.float32, "int32": np.int32}
 STORAGE_KINDS = ("buffer", "texture")
@@ -140,12 +141,12 @@ class Tensor:
 
     def to_texture(self) -> "Tensor":
         """A new tensor with the same data in a GL texture."""
-        from .ops import storage_ops
+        from ..ops import storage_ops
         return storage_ops.to_texture(self)
 
     def to_buffer(self) -> "Tensor":
         """A new tensor with the same data in a GL shader storage buffer."""
-        from .ops import storage_ops
+        from ..ops import storage_ops
         return storage_ops.to_buffer(self)
 
     def __repr__(self) -> str:
@@ -162,7 +163,7 @@ class Tensor:
 
     # -- operators and methods: thin calls into ops ------------------------------------------
     def _binary(self, other, op, reverse=False):
-        from .ops import elementwise
+        from ..ops import elementwise
         return elementwise.binary(op, other, self) if reverse else elementwise.binary(op, self, other)
 
     def __add__(self, other): return self._binary(other, "add")
@@ -176,19 +177,19 @@ class Tensor:
     def __pow__(self, other): return self._binary(other, "pow")
 
     def __neg__(self):
-        from .ops import elementwise
+        from ..ops import elementwise
         return elementwise.unary("neg", self)
 
     def __matmul__(self, other):
-        from .ops import matmul
+        from ..ops import matmul
         return matmul.matmul(self, other)
 
     def __rmatmul__(self, other):
-        from .ops import matmul
+        from ..ops import matmul
         return matmul.matmul(other, self)
 
     def _unary(self, op):
-        from .ops import elementwise
+        from ..ops import elementwise
         return elementwise.unary(op, self)
 
     def exp(self): return self._unary("exp")
@@ -204,17 +205,17 @@ class Tensor:
     def minimum(self, other): return self._binary(other, "minimum")
 
     def matmul(self, other):
-        from .ops import matmul
+        from ..ops import matmul
         return matmul.matmul(self, other)
 
     def reshape(self, *shape):
-        from .ops import layout
+        from ..ops import layout
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = shape[0]
         return layout.reshape(self, shape)
 
     def transpose(self, *axes):
-        from .ops import layout
+        from ..ops import layout
         if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
             axes = axes[0]
         return layout.transpose(self, axes or None)
@@ -224,19 +225,19 @@ class Tensor:
         return self.transpose()
 
     def sum(self, axis=None, keepdims=False):
-        from .ops import reduce
+        from ..ops import reduce
         return reduce.reduce("sum", self, axis, keepdims)
 
     def mean(self, axis=None, keepdims=False):
-        from .ops import reduce
+        from ..ops import reduce
         return reduce.reduce("mean", self, axis, keepdims)
 
     def max(self, axis=None, keepdims=False):
-        from .ops import reduce
+        from ..ops import reduce
         return reduce.reduce("max", self, axis, keepdims)
 
     def min(self, axis=None, keepdims=False):
-        from .ops import reduce
+        from ..ops import reduce
         return reduce.reduce("min", self, axis, keepdims)
 
 
@@ -313,7 +314,7 @@ def tensor(values, dtype=None, storage: str = "buffer") -> Tensor:
 
 def fill(shape, value, dtype="float32", storage: str = "buffer") -> Tensor:
     """A new tensor with every element equal to `value`, filled on the GPU."""
-    from .ops import creation
+    from ..ops import creation
     return creation.fill(shape, value, dtype, storage)
 
 

@@ -5,7 +5,7 @@ load into a loop over the SIMD lanes and the components, with a bounds check and
 while an image load of an RGBA32F texel is one vector gather. Reading the same memory through a
 texture-buffer view made a 1024^3 matmul 2.2x faster (16.6 -> 36.5 GFLOP/s) with no copy: the view
 shares its buffer's data store. Which kernels read through views is a per-device choice
-(kerasgl/tuning.py); the values and the order of the sums are the same either way.
+(kerasgl/runtime/tuning.py); the values and the order of the sums are the same either way.
 
 A view is a GL texture, owned like every GL object (ownership.py): one per buffer, made on first
 use, kept with the buffer and released with it, before it (GL keeps a buffer's memory alive while a
@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import ctypes
 
-from . import context, ownership
+from . import context
+from ..tensors import ownership
 
 GL_TEXTURE_BUFFER = 0x8C2A
 GL_READ_ONLY = 0x88B8

@@ -41,9 +41,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import buffer_views, context, memory_plan, ownership, shaders, worker_placement
-from .ops import dispatch
-from .tensor import DTYPES, Tensor, empty
+from ..runtime import buffer_views, context, shaders
+from . import memory_plan
+from ..tensors import ownership
+from ..devices.llvmpipe import placement as worker_placement
+from ..ops import dispatch
+from ..tensors.tensor import DTYPES, Tensor, empty
 
 PLANS_ENV = "KERASGL_PLANS"          # "0" turns plans off for the process (eager predict always)
 CACHE_SIZE = 3                       # plans kept per model (input shapes x requested outputs)
@@ -98,7 +101,7 @@ class _Seen:
 
 def _layer_in_stack() -> str | None:
     """The name of the innermost layer whose code is running (for messages)."""
-    from .layers.base import Layer
+    from ..layers.base import Layer
     frame = sys._getframe(2)
     while frame is not None:
         candidate = frame.f_locals.get("self")
@@ -560,7 +563,7 @@ class ModelPlans:
         entry = self._entry(arrays, wanted)
         if entry is not None and entry.status == "planned":
             return entry.plan.run_arrays(arrays)
-        from .tensor import tensor as upload
+        from ..tensors.tensor import tensor as upload
         if entry is None or entry.status != "recording":
             # tidy: whatever a layer might leave behind dies with the batch.
             with ownership.tidy():
@@ -690,7 +693,7 @@ def _dtype_name(value) -> str:
 
 def _declared_unplannable(graph) -> str:
     """Why the model declares itself unplannable (a layer with plannable = False), or ''."""
-    from .graph import NestedModel
+    from ..compiler.graph import NestedModel
     for layer in graph.layers.values():
         if isinstance(layer, NestedModel):
             reason = _declared_unplannable(layer.graph)

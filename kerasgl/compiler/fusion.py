@@ -25,7 +25,7 @@ has them. A fusion is made only when each intermediate value it changes is read 
 layer of the chain alone and is not a model output. Those changed values (the producer's own
 output, and that of every fused layer but the last) are no longer computed: asking predict for
 one (`outputs=["bn1"]`) raises FusedOutputError naming the fusion. Load the model inside
-`with kerasgl.fusion.disabled():` (or with KERASGL_FUSION=0 in the environment) to read them.
+`with kerasgl.compiler.fusion.disabled():` (or with KERASGL_FUSION=0 in the environment) to read them.
 
 No fusion where a Keras mask flows (a graph with Embedding(mask_zero) or Masking, or explicit
 mask arguments): masks are propagated node by node, and those graphs gain little from fusing.
@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import KerasGLError
-from .layers import activations
-from .layers.base import Layer
-from .saving.spec import TensorRef
-from .tensor import view
+from ..errors import KerasGLError
+from ..layers import activations
+from ..layers.base import Layer
+from ..saving.spec import TensorRef
+from ..tensors.tensor import view
 
 FUSION_ENV = "KERASGL_FUSION"
 _enabled = [os.environ.get(FUSION_ENV, "1") not in ("0", "false", "False", "no", "off")]
@@ -124,7 +124,7 @@ def check_wanted(graph, wanted) -> None:
             raise FusedOutputError(
                 f"The output of layer '{ref.layer}' in model '{graph.name}' is not computed: at "
                 f"load, kerasgl fused {fusion.describe()} into one dispatch. Load the model inside "
-                "`with kerasgl.fusion.disabled():` (or with KERASGL_FUSION=0) to read it.")
+                "`with kerasgl.compiler.fusion.disabled():` (or with KERASGL_FUSION=0) to read it.")
 
 
 # -------------------------------------------------------------------------------------------------
@@ -165,7 +165,7 @@ class _Fuser:
         self.refs_in = refs_in
 
     def run(self) -> None:
-        from .layers.op_nodes import BinaryOp
+        from ..layers.op_nodes import BinaryOp
         for node in list(self.graph.nodes):
             layer = node.layer
             if isinstance(layer, FusedAway) or self.calls.get(layer.name) != 1:
@@ -253,7 +253,7 @@ class _Fuser:
 
     def _chain_op_node(self, node, op_node) -> None:
         """keras.ops binary op node -> pointwise activation: the node becomes its fused variant."""
-        from .layers.merging import BinaryOpWithActivation
+        from ..layers.merging import BinaryOpWithActivation
         reader = self._sole_reader(node.output_ref())
         if reader is None or self.calls.get(reader.layer.name) != 1:
             return
@@ -310,7 +310,7 @@ class _Fuser:
         """(node, refs): the node whose dispatch computes `ref`, and the refs in between that only
         pass its value on: layers fused away into it (a folded BatchNormalization) and inference
         identities (Dropout) that alone read their input."""
-        from .layers.regularization import InferenceIdentity
+        from ..layers.regularization import InferenceIdentity
         node, passed = self.producer.get(ref), [ref]
         while node is not None and len(node.refs) == 1:
             layer, source = node.layer, node.refs[0]
@@ -340,9 +340,9 @@ class _Fuser:
     def _pointwise(self, node):
         """The pointwise function a layer call computes, or None when it is not one (softmax,
         PReLU, anything with options kerasgl cannot fuse)."""
-        from .layers.advanced_activations import _Pointwise
-        from .layers.core import Activation
-        from .layers.op_nodes import UnaryOp
+        from ..layers.advanced_activations import _Pointwise
+        from ..layers.core import Activation
+        from ..layers.op_nodes import UnaryOp
         layer = node.layer
         if type(layer) is Activation:
             return activations.pointwise(layer.activation, layer.keras_major, layer.name)
@@ -387,8 +387,8 @@ class _Fuser:
         """Best-effort shapes without building anything (for the rank of a Dense's output):
         unknown past a nested model or any layer that cannot say its shape unbuilt."""
         from .graph import NestedModel, map_refs, output_list
-        from .layers.input_layer import InputLayer
-        from .layers.op_nodes import OpNode, Symbolic
+        from ..layers.input_layer import InputLayer
+        from ..layers.op_nodes import OpNode, Symbolic
         graph, shapes = self.graph, {}
         if self.input_shapes is not None:
             shapes.update({ref: tuple(s) for ref, s in zip(graph.input_refs, self.input_shapes)})

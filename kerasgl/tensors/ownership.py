@@ -18,11 +18,11 @@ from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from . import context
-from .errors import KerasGLError
+from ..runtime import context
+from ..errors import KerasGLError
 
 LEAK_TRACKING_ENV = "KERASGL_TRACK_LEAKS"
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # kerasgl/
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,13 +13,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import fusion, masks as mask_rules
-from .errors import ModelFileError, ShapeError, UnsupportedLayerError
-from .layers import LAYER_CLASSES
-from .layers.base import Layer
-from .layers.input_layer import InputLayer
-from .layers.op_nodes import OP_CLASSES, OpNode, Symbolic, is_op_module
-from .saving.spec import LayerSpec, ModelSpec, TensorRef
-from .tensor import Tensor, view
+from ..errors import ModelFileError, ShapeError, UnsupportedLayerError
+from ..layers import LAYER_CLASSES
+from ..layers.base import Layer
+from ..layers.input_layer import InputLayer
+from ..layers.op_nodes import OP_CLASSES, OpNode, Symbolic, is_op_module
+from ..saving.spec import LayerSpec, ModelSpec, TensorRef
+from ..tensors.tensor import Tensor, view
 
 # Call arguments that do not change inference results: dropped before a layer is called.
 IGNORED_CALL_KWARGS = ("training",)

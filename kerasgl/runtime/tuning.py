@@ -17,7 +17,7 @@ Choices come from three places, later ones winning:
 Why image loads on llvmpipe: Mesa's llvmpipe loads a shader storage buffer lane by lane and
 component by component, with a bounds check and a branch each, while an image load of an RGBA32F
 texel is one gather per lane. Kernels read through texture-buffer views of the same buffers
-(kerasgl/buffer_views.py: no copy). Measured on a 2-core AVX2 machine, CPU-time based GFLOP/s,
+(kerasgl/runtime/buffer_views.py: no copy). Measured on a 2-core AVX2 machine, CPU-time based GFLOP/s,
 conv 1x1 as a 1024^3 GEMM when the views were images filled by a copy: weights and input from
 buffers 35, weights from an image 51, both from images 71; matmul.comp at 1024^3, wall clock:
 16.6 from buffers, 36.5 through views.
@@ -29,7 +29,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from . import cache_files
+from .. import cache_files
 
 ENV = "KERASGL_TUNING"
 CACHE_FILE = "tuning.json"

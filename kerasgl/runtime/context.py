@@ -13,8 +13,8 @@ import os
 import threading
 from dataclasses import dataclass
 
-from . import llvmpipe_threads
-from .errors import GLContextError
+from ..devices.llvmpipe import threads as llvmpipe_threads
+from ..errors import GLContextError
 
 DEVICE_ENV = "KERASGL_EGL_DEVICE"
 
@@ -131,7 +131,7 @@ class Info:
     egl_device: int
     limits: Limits
     # llvmpipe only (None elsewhere): the threads its compute dispatches run on (0 = inline),
-    # and the CPUs they were pinned to (kerasgl/llvmpipe_threads.py; () = not pinned).
+    # and the CPUs they were pinned to (kerasgl/devices/llvmpipe/threads.py; () = not pinned).
     llvmpipe_threads: int | None = None
     llvmpipe_pinned: tuple = ()
 

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import ownership
-from .errors import UnsupportedLayerError
+from ..tensors import ownership
+from ..errors import UnsupportedLayerError
 
 RECURRENT = {"SimpleRNN", "LSTM", "GRU", "RNN", "Bidirectional"}
 GLOBAL_AVERAGE_1D = {"GlobalAveragePooling1D", "GlobalAvgPool1D"}
@@ -157,7 +157,7 @@ class MaskPlan:
     """Which calls of a graph receive a propagated mask, decided at load (after shape inference)."""
 
     def __init__(self, graph):
-        from .layers.op_nodes import OpNode
+        from ..layers.op_nodes import OpNode
         self.graph = graph
         self.keras3 = graph.spec.keras_major == 3
         self.calls: dict[tuple, MaskCall] = {}
@@ -201,7 +201,7 @@ class MaskPlan:
     @staticmethod
     def _mha_arguments(node) -> dict:
         """query / value / key TensorRefs of a MultiHeadAttention call (key None when not given)."""
-        from .saving.spec import TensorRef
+        from ..saving.spec import TensorRef
         bound = dict(zip(("query", "value", "key"), node.args))
         for name in ("query", "value", "key"):
             if name in node.kwargs:
@@ -425,7 +425,7 @@ class MaskPlan:
             if layer.class_name == "Masking":
                 mask = layer.compute_mask(args[0])
             else:
-                from .ops.masking import not_equal
+                from ..ops.masking import not_equal
                 mask = not_equal(args[0], 0)
         elif recorded is not None:
             mask = recorded
@@ -501,12 +501,12 @@ def _reads_mask(layer) -> bool:
 
 
 def _copy(mask):
-    from .tensor import view
+    from ..tensors.tensor import view
     return view(mask, mask.shape)
 
 
 def _combine(op: str, masks):
-    from .ops import elementwise
+    from ..ops import elementwise
     if any(m is None for m in masks):
         return None
     out = _copy(masks[0])
@@ -521,7 +521,7 @@ def _concatenate_masks(layer, inputs, masks):
     """Keras's Concatenate.compute_mask for (batch, time) masks of rank-3 inputs: along the last
     axis, the OR of the masks (an unmasked input counts as all ones); along time, the masks
     joined."""
-    from .ops import creation, merge
+    from ..ops import creation, merge
     inputs = list(inputs)
     rank = inputs[0].ndim
     axis = layer.config.get("axis", -1)

@@ -12,10 +12,10 @@ import time
 
 import numpy as np
 
-from .errors import ShapeError
+from ..errors import ShapeError
 from .graph import TensorSpec, format_shape
-from .ops import dispatch
-from .tensor import Tensor, empty
+from ..ops import dispatch
+from ..tensors.tensor import Tensor, empty
 
 DEFAULT_BATCH_SIZE = 32
 

@@ -36,10 +36,10 @@ import subprocess
 import sys
 import time
 
-from . import cache_files
+from ... import cache_files
 
 ENV = "KERASGL_COMPILE_AHEAD"
-_HELPER_COMMAND = "import sys; from kerasgl.compile_ahead import helper_main; helper_main(sys.argv[1])"
+_HELPER_COMMAND = "import sys; from kerasgl.devices.llvmpipe.compile_ahead import helper_main; helper_main(sys.argv[1])"
 MIN_LAYERS = 40
 NOTES_FILE = "compiled.json"
 MAX_NOTES = 200
@@ -58,7 +58,8 @@ def _mesa_cache_disabled() -> bool:
 def _key(path) -> str | None:
     """What a note stands for: this file (by path, size and modification time) on this device
     with this version of kerasgl and these kernel choices. None for what is not a file path."""
-    from . import __version__, tuning
+    from ... import __version__
+    from ...runtime import tuning
     try:
         path = os.fspath(path)
         stat = os.stat(path)
@@ -114,7 +115,7 @@ def maybe_start(path, layer_count: int) -> Helper | None:
     setting = _setting()
     if setting in ("0", "false", "no", "off"):
         return None
-    from . import context
+    from ...runtime import context
     if "llvmpipe" not in context.info().renderer.lower() or _mesa_cache_disabled():
         return None
     forced = setting in ("1", "true", "yes", "on")
@@ -129,7 +130,8 @@ def maybe_start(path, layer_count: int) -> Helper | None:
         elif not forced:
             return None                # one helper at a time: two would share one spare CPU
     # The helper's own load starts no helper, and it imports this very kerasgl.
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))   # the folder holding kerasgl/
     python_path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
     environment = dict(os.environ, **{ENV: "0", "PYTHONPATH": python_path})
     try:
@@ -170,7 +172,7 @@ def compile_backwards(path: str) -> int:
     import numpy as np
 
     import kerasgl as kg
-    from .graph import map_refs
+    from ...compiler.graph import map_refs
     model = kg.load_model(path)
     input_dtypes = dict(zip(model._graph.input_refs, (s.dtype for s in model.inputs)))
     done = 0
@@ -191,7 +193,7 @@ def compile_backwards(path: str) -> int:
 def _backwards(graph):
     """(graph, node) for every layer call, last first, models nested as layers entered (their
     own layers last first too)."""
-    from .graph import NestedModel
+    from ...compiler.graph import NestedModel
     for node in reversed(graph.needed_nodes(list(graph.output_refs))):
         if isinstance(node.layer, NestedModel):
             yield from _backwards(node.layer.graph)

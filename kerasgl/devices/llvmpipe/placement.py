@@ -30,7 +30,7 @@ import contextlib
 import ctypes
 import os
 
-from . import llvmpipe_threads
+from . import threads as llvmpipe_threads
 
 _huddled_on: int | None = None       # the CPU every worker is on now; None: each on its own
 _sched_getcpu = None

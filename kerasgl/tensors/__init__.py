@@ -1,0 +1,1 @@
+"""Tensors and their lifetimes: Tensor, tidy scopes, keep, dispose, memory()."""

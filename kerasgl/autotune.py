@@ -2,27 +2,30 @@
 (kerasgl/runtime/tuning.py), for GPUs whose renderer kerasgl has no measured defaults for.
 
 `measure_and_save()` (or `kerasgl tune` from the shell) times each choice tuning.py offers on a
-few small representative ops, one choice at a time with the others as they are, keeps the faster
-side where it wins by a clear margin (noise on a shared machine must not flip a choice), and writes
-the result for this renderer and GL version. Every variant computes the same values (the tests run
+few small representative ops, one choice at a time with the others as they are, and writes the
+result for this renderer and GL version. Each variant is timed in ROUNDS rounds (interleaved with
+the others', in alternating order), and a variant replaces the current choice only when it beats
+it by MARGIN in every round (`decide`): noise on a shared machine, which slows one round and not
+the next, must not flip a choice. Every variant computes the same values (the tests run
 them all), so a choice only changes speed. Each variant is compiled once before it is timed; the
 first run on a device costs the compiles (seconds on llvmpipe, which JIT-compiles each program).
 """
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from dataclasses import dataclass, fields
 
 import numpy as np
 
+from . import settings
 from .runtime import context, tuning
 from .tensors import ownership
 from .ops import conv, elementwise, matmul, pool
 from .tensors.tensor import tensor
 
 MARGIN = 0.9       # a variant must take under 90% of the current choice's time to replace it
+ROUNDS = 3         # ... in each of this many rounds of timings
 
 
 @dataclass(frozen=True)
@@ -95,37 +98,47 @@ def _setting_text(values: dict) -> str:
     return ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in values.items())
 
 
-def measure(scale: int = 4, repeats: int = 5, report=None) -> dict:
-    """Time every trial and return the chosen settings (field -> value). `report(line)` gets a
-    line per trial. Runs under the KERASGL_TUNING variable, restored afterwards."""
+def decide(current, seconds: dict):
+    """The value to keep: the fastest by its median over the rounds, if it took under MARGIN of
+    `current`'s time in every round (seconds: value -> one time per round, the rounds in the same
+    order for every value); else `current`."""
+    best = min(seconds, key=lambda v: statistics.median(seconds[v]))
+    if best == current or current not in seconds:
+        return current
+    if all(mine < MARGIN * theirs for mine, theirs in zip(seconds[best], seconds[current])):
+        return best
+    return current
+
+
+def measure(scale: int = 4, repeats: int = 3, report=None, rounds: int = ROUNDS) -> dict:
+    """Time every trial and return the chosen settings (field -> value): `rounds` rounds of
+    `repeats` timed runs per value, decided by `decide`. `report(line)` gets a line per trial,
+    with each value's time per round. Each variant runs under a tuning override (kerasgl/settings.py), never by
+    changing os.environ: the process's environment, and so its child processes', stay as they are."""
     chosen = {f.name: getattr(tuning.current(), f.name) for f in fields(tuning.Tuning)}
-    previous = os.environ.get(tuning.ENV)
     work, release = _workloads(scale)
     try:
         for trial in TRIALS:
-            seconds = {}
-            for value in trial.values:
-                os.environ[tuning.ENV] = _setting_text({**chosen, trial.field: value})
-                seconds[value] = _time(work[trial.workload], repeats)
-            best = min(seconds, key=seconds.get)
-            if best != chosen[trial.field] and seconds[best] < MARGIN * seconds[chosen[trial.field]]:
-                chosen[trial.field] = best
+            seconds = {value: [] for value in trial.values}     # one median per round
+            for round_number in range(rounds):
+                order = trial.values if round_number % 2 == 0 else trial.values[::-1]
+                for value in order:
+                    with settings.override(tuning=_setting_text({**chosen, trial.field: value})):
+                        seconds[value].append(_time(work[trial.workload], repeats))
+            chosen[trial.field] = decide(chosen[trial.field], seconds)
             if report is not None:
-                timings = ", ".join(f"{v}: {s * 1e3:.2f} ms" for v, s in seconds.items())
+                timings = ", ".join(f"{v}: " + "/".join(f"{t * 1e3:.2f}" for t in s) + " ms"
+                                    for v, s in seconds.items())
                 report(f"{trial.field:20s} {timings}  -> {chosen[trial.field]}")
     finally:
         release()
-        if previous is None:
-            os.environ.pop(tuning.ENV, None)
-        else:
-            os.environ[tuning.ENV] = previous
     return chosen
 
 
-def measure_and_save(scale: int = 4, repeats: int = 5, report=None) -> dict:
+def measure_and_save(scale: int = 4, repeats: int = 3, report=None, rounds: int = ROUNDS) -> dict:
     """measure(), then save the choices for this device (tuning.save; a cache that cannot be
     written is reported, not raised). Returns the choices."""
-    chosen = measure(scale, repeats, report)
+    chosen = measure(scale, repeats, report, rounds)
     saved = tuning.save(chosen)
     if report is not None:
         report(f"{'saved to' if saved else 'could not write'} {tuning.cache_path()} "

@@ -6,69 +6,42 @@
     kerasgl demo
     kerasgl tune [--dry-run]
     kerasgl gl-objects [...]
+    kerasgl profile model.keras [input.npy] [--batch-size 8] [--trace t.json] [--plot p.png]
+    kerasgl serve model.keras [--port 8501] [...]   (TensorFlow Serving's REST API; kerasgl/serving/)
 
 predict reads one .npy (one-input model) or a .npz (several inputs, by input name, else in input
-order: arr_0, arr_1, ... as np.savez names them) and writes one .npy (one output) or a .npz (one
-array per output, named by the output layer). Without -o it prints each output's shape and values.
+order: arr_0, arr_1, ... as np.savez names them; `--array NAME` picks them by name) and writes
+.npy (one output), .npz (one array per output, named by the output layer), or .txt / .csv (one
+output as text); kerasgl/cli_io.py. Without -o it prints each output's shape and values.
+
+`kerasgl --version` and `python -m kerasgl` work as usual. A bad argument, a file the command
+cannot use, or a kerasgl error prints one line on stderr and exits non-zero, never a traceback;
+output piped into a reader that stops early (`| head`) ends the command quietly.
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import sys
 
 import numpy as np
 
+from . import cli_io
+from .cli_io import CLIError, named_outputs as _named_outputs
+from .errors import KerasGLError
+
 EXIT_ERROR = 1
-
-
-def _read_inputs(path: str, model):
-    loaded = np.load(path, allow_pickle=False)
-    if isinstance(loaded, np.ndarray):
-        return loaded
-    with loaded:
-        names = [spec.name for spec in model.inputs]
-        keys = list(loaded.keys())
-        if set(names) <= set(keys):
-            return [loaded[name] for name in names]
-        if len(keys) != len(names):
-            raise SystemExit(f"kerasgl predict: {path} holds arrays {keys}; model '{model.name}' "
-                             f"takes inputs {names}.")
-        ordered = sorted(keys, key=lambda k: int(k[4:]) if k.startswith("arr_") and k[4:].isdigit() else k)
-        arrays = [loaded[k] for k in ordered]
-        return arrays[0] if len(arrays) == 1 else arrays
-
-
-def _named_outputs(model, outputs) -> dict:
-    if isinstance(outputs, dict):
-        return outputs
-    listed = outputs if isinstance(outputs, list) else [outputs]
-    names = [spec.name for spec in model.outputs]
-    if len(set(names)) != len(names):
-        names = [f"output_{i}" for i in range(len(names))]
-    return dict(zip(names, listed))
-
-
-def _write_outputs(path: str, model, outputs) -> None:
-    if isinstance(outputs, (list, dict)):
-        if not path.endswith(".npz"):
-            raise SystemExit(f"kerasgl predict: model '{model.name}' has {len(outputs)} outputs; "
-                             "name the output file *.npz to hold them all.")
-        np.savez(path, **_named_outputs(model, outputs))
-        return
-    if path.endswith(".npz"):
-        np.savez(path, **_named_outputs(model, outputs))
-    else:
-        np.save(path, outputs)
 
 
 def cmd_predict(args) -> int:
     import kerasgl as kg
+    cli_io.check_paths(args.input, args.output)      # before the model's load: fail fast
     with kg.load_model(args.model) as model:
-        x = _read_inputs(args.input, model)
+        x = cli_io.read_inputs(args.input, model, args.array)
         outputs = model.predict(x, batch_size=args.batch_size, verbose=args.verbose)
         if args.output:
-            _write_outputs(args.output, model, outputs)
-            print(f"wrote {args.output}")
+            print(f"wrote {cli_io.write_outputs(args.output, model, outputs)}")
         else:
             with np.printoptions(precision=6, suppress=True, threshold=200):
                 for name, array in _named_outputs(model, outputs).items():
@@ -86,8 +59,13 @@ def cmd_summary(args) -> int:
 
 def cmd_info(args) -> int:
     import kerasgl as kg
+    from . import settings
     print(f"kerasgl {kg.__version__}")
     print(kg.info())
+    from .runtime import context
+    print(f"device choice: {context.device_choice().reason}")
+    print("settings (docs/settings.md):")
+    print(settings.table())
     return 0
 
 
@@ -113,20 +91,68 @@ def kg_info_line() -> str:
     return f"{info.renderer} ({info.version})"
 
 
+def cmd_profile(args) -> int:
+    from .profiler import command   # imported only here: the profiler's command
+    return command.run(args)
+
+
 def cmd_gl_objects(args, rest) -> int:
     from . import gl_dump   # imported only here: it is a diagnostic tool
     return gl_dump.main(rest)
 
 
+def cmd_serve(args, rest) -> int:
+    try:
+        from .serving import server   # imported only here: the server's packages are an extra
+    except ImportError as exc:
+        print(f"kerasgl serve needs the serve extra ({exc}): pip install 'kerasgl[serve]'",
+              file=sys.stderr)
+        return EXIT_ERROR
+    return server.main(rest)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (a batch size, a repeat count)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer (1 or more), got {value}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its error as one line (and where to read more) instead of the usage."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _describe_subcommands(sub) -> None:
+    """Every subcommand's --help opens with what it does: its one-line help, where it has no
+    description of its own."""
+    for action in sub._choices_actions:
+        parser = sub.choices.get(action.dest)
+        if parser is not None and parser.description is None and action.help:
+            parser.description = action.help[0].upper() + action.help[1:] + "."
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kerasgl", description="Run Keras models on an OpenGL 4.3 GPU.")
+    import kerasgl
+    parser = _Parser(prog="kerasgl", description="Run Keras models on an OpenGL 4.3 GPU.")
+    parser.add_argument("--version", action="version", version=f"kerasgl {kerasgl.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("predict", help="run a model on inputs from a .npy/.npz file")
     p.add_argument("model", help=".keras or .h5 model file")
     p.add_argument("input", help=".npy (one input) or .npz (several, by input name or order)")
-    p.add_argument("-o", "--output", help="write the outputs to this .npy (one) or .npz (several)")
-    p.add_argument("--batch-size", type=int, default=None, help="samples per GPU run (default 32)")
+    p.add_argument("-o", "--output", help="write the outputs to this .npy (one), .npz (several), "
+                                          ".txt or .csv (one, as text: a row per sample)")
+    p.add_argument("--array", action="append", metavar="NAME",
+                   help="the array of the .npz to feed (repeat it for each input, in input order)")
+    p.add_argument("--batch-size", type=positive_int, default=None,
+                   help="samples per GPU run (default 32)")
     p.add_argument("--verbose", type=int, default=None, choices=(0, 1, 2),
                    help="0 silent, 1 progress bar, 2 one line (default: a bar on a terminal)")
     p.set_defaults(func=cmd_predict)
@@ -136,11 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expand-nested", action="store_true", help="list the layers of nested models")
     p.set_defaults(func=cmd_summary)
 
-    p = sub.add_parser("info", help="the GPU, its OpenGL version and limits")
+    p = sub.add_parser("info", help="the GPU, its OpenGL version and limits, kerasgl's settings")
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("demo", help="classify digits with the small model shipped in the package")
-    p.add_argument("--repeats", type=int, default=20, help="predict calls timed for steady state")
+    p.add_argument("--repeats", type=positive_int, default=20,
+                   help="predict calls timed for steady state")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("tune", help="time the kernel variants on this GPU and cache the fastest "
@@ -148,17 +175,72 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the timings, write nothing")
     p.set_defaults(func=cmd_tune)
 
+    p = sub.add_parser("profile", help="profile a model's predict: time per layer and kernel, "
+                                       "GPU and CPU, memory (docs/profiling.md)")
+    p.add_argument("model", help=".keras or .h5 model file")
+    p.add_argument("input", nargs="?", default=None,
+                   help=".npy / .npz input (default: random data at --batch-size samples)")
+    p.add_argument("--batch-size", type=positive_int, default=None,
+                   help="samples per GPU run (and of the random input; default 1 without INPUT)")
+    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
+    p.add_argument("--plot", metavar="OUT.png", help="draw time per layer and memory "
+                                                     "(needs matplotlib: kerasgl[plots])")
+    p.add_argument("--runs", type=positive_int, default=1, help="profiled predict calls")
+    p.add_argument("--sort-by", default="gpu_time",
+                   choices=("gpu_time", "cpu_time", "calls", "name"))
+    p.add_argument("--limit", type=positive_int, default=None, help="rows per table")
+    p.add_argument("--no-warm-up", action="store_true",
+                   help="profile the first calls (compiles, recordings) instead of the steady state")
+    p.add_argument("--cpu-only", action="store_true", help="no GPU timer queries")
+    p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("serve", help="serve models over TensorFlow Serving's REST API, with "
+                                     "dynamic batching (pip install 'kerasgl[serve]')",
+                       add_help=False)
+    p.set_defaults(func=None)
+
     p = sub.add_parser("gl-objects", help="GL objects before and after a workload (diagnostic)",
                        add_help=False)
     p.set_defaults(func=None)
+    _describe_subcommands(sub)
     return parser
 
 
+def _quiet_failures(main):
+    """main() with the failures a user causes as one line: a closed pipe ends quietly (the
+    reader has what it wanted, as with `cat | head`), and an unusable file or value, from
+    kerasgl's checks or numpy's, prints `kerasgl <command>: <what>` and exits 1."""
+    @functools.wraps(main)
+    def run(argv=None) -> int:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        command = next((a for a in argv if not a.startswith("-")), "")
+        try:
+            status = main(argv)
+            sys.stdout.flush()             # a closed pipe shows here, not at exit
+            return status
+        except BrokenPipeError:
+            # Python flushes stdout again at exit: point it at /dev/null so that flush is silent.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 141                     # 128 + SIGPIPE, what a shell reports for `cat`
+        except KeyboardInterrupt:
+            print(file=sys.stderr)
+            return 130
+        except (CLIError, KerasGLError, ValueError, OSError) as exc:
+            what = str(exc) if isinstance(exc, CLIError) else f"{type(exc).__name__}: {exc}"
+            print(f"{'kerasgl ' + command if command else 'kerasgl'}: {what}", file=sys.stderr)
+            return EXIT_ERROR
+    return run
+
+
+@_quiet_failures
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if argv and argv[0] == "gl-objects":
         return cmd_gl_objects(None, argv[1:])
+    if argv and argv[0] == "serve":
+        return cmd_serve(None, argv[1:])
     args = parser.parse_args(argv)
     if getattr(args, "verbose", 0) is None:
         args.verbose = "auto"

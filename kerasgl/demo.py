@@ -18,6 +18,8 @@ from importlib import resources
 
 import numpy as np
 
+import kerasgl as kg
+
 TOLERANCE = 1e-4
 SHADES = " .:-=+*#%@"
 
@@ -62,7 +64,6 @@ def gpu_state(kg) -> str:
 
 
 def main(repeats: int = 20) -> int:
-    import kerasgl as kg
 
     images, labels, keras_probs = load_samples()
     with open(data_path("digits_cnn.json"), encoding="utf-8") as f:

@@ -7,63 +7,113 @@
 Loading builds every layer, infers every shape and uploads every weight once; a load that fails
 for any reason frees whatever it had uploaded. predict frees each intermediate tensor as soon as
 its last consumer has run; from the third call at an input shape it replays a compiled execution
-plan (plan.py) whose shared buffers the model keeps for the next call. Between calls the GPU holds
+plan (plans/) whose shared buffers the model keeps for the next call. Between calls the GPU holds
 the weights and the plans of the last few input shapes (memory().planned_bytes), no more.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
+import sys
+import weakref
 
 import numpy as np
 
-from .devices.llvmpipe import compile_ahead
-from .runtime import context
-from .tensors import ownership
-from .errors import DisposedError, GPULimitError, ModelFileError, ShapeError
+from .runtime import context, tuning
+from .tensors import model_registry, ownership
+from .errors import (DisposedError, GPULimitError, InputTypeError, InputValueError, KerasGLError,
+                     ShapeError)
 from .compiler.feeding import DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count, batch_slice, fixed_batch_size, check_input, concat_batches
+from .compiler.feeding import check_batch_size, check_verbose, wanted_outputs
+from .compiler.layer_errors import NOT_ABOUT_THE_FILE, with_prefix
 from .compiler.graph import Graph, NestedModel, TensorSpec
 from .compiler.masks import prepare_graph
-from .plans.plan import ModelPlans, PlanInfo
+from .compiler.summary import format_summary
+from . import saving
+from .plans import ModelPlans, PlanInfo
 from .saving.spec import ModelSpec, TensorRef
-from .tensors.tensor import Tensor, tensor as upload, view
+from .tensors.tensor import SPLIT_ADVICE, Tensor, tensor as upload, view
+from .model_api import KerasModelAPI
+from .model_memory import ModelMemory
+from .layers.base import FILE_RULES
+from .layers import custom as custom_layers
+from .saving import layer_rules
+
+# Reading a file asks the layer classes what it needs to know (weight counts, Keras 2 spellings);
+# saving/ cannot import layers/, so the top of the package connects them (saving/layer_rules.py).
+layer_rules.install(FILE_RULES)
 
 
-def load_model(path) -> "Model":
+def load_model(path, worker=None, custom_objects=None) -> "Model":
     """Load a Keras model file (.keras, Keras 3 or Keras 2 .h5; the format is read from the file's
     bytes) and upload its weights. Raises ModelFileError for a damaged or foreign file and
-    UnsupportedLayerError listing every layer kerasgl cannot run."""
-    from . import saving
+    UnsupportedLayerError listing every layer kerasgl cannot run. With `worker` (a kg.Worker) the
+    model is loaded on the worker's thread and any thread may call its predict (a WorkerModel).
+    `custom_objects` maps the Keras class names of custom layers to kerasgl layer classes
+    (subclasses of kg.CustomLayer; docs/custom_layers.md), as keras.models.load_model's does."""
+    path = model_path(path)
+    if worker is not None and custom_objects:
+        raise TypeError("load_model(worker=..., custom_objects=...) is not supported")
+    if worker is not None:
+        return worker.load_model(path)
     spec = saving.read_model(path)
-    # llvmpipe: a helper process compiles the shaders from the last layer backwards while the
-    # first predict compiles them forwards (kerasgl/devices/llvmpipe/compile_ahead.py).
-    helper = compile_ahead.maybe_start(path, compile_ahead.layer_count(spec))
+    # The device policy's per-model hooks, or None (kerasgl/devices/policy.py; on llvmpipe a
+    # helper process then compiles the shaders from the last layer backwards meanwhile).
+    hooks = context.policy().model_loaded(path, spec, _compiled_with)
     try:
-        model = Model.from_spec(spec)
+        with custom_layers.using(custom_objects):
+            model = Model.from_spec(spec)
     except BaseException:
-        if helper is not None:
-            helper.stop()
+        if hooks is not None:
+            hooks.model_disposed()
         raise
-    model._compile_ahead = helper
+    model._device_hooks = hooks
     return model
+
+
+def model_path(path, what: str = "load_model") -> str:
+    """A model file's path as a str: a str, an os.PathLike, or bytes (decoded as open() does).
+    InputTypeError for anything else (None, a number, a list), InputValueError for a NUL."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str):
+        raise InputTypeError(f"{what} takes the path of a .keras or .h5 file (a str, bytes or "
+                             f"os.PathLike); received {type(path).__name__} {path!r:.80}.")
+    if not path or "\0" in path:
+        raise InputValueError(f"{what}: the path {path!r:.200} is empty or holds a NUL character.")
+    return path
+
+
+def _compiled_with() -> list:
+    """What a model's compiled programs depend on besides its file: the device, kerasgl's version
+    and the kernel choices (a device policy may note a file as compiled here)."""
+    # The package's version, read when asked: kerasgl/__init__ sets it after importing this module.
+    version = sys.modules[__package__].__version__
+    return [tuning.device_key(), version, dataclasses.astuple(tuning.current())]
 
 
 def load_model_from_json(architecture, weights_path) -> "Model":
     """A model from `model.to_json()` output (a JSON string or a path to it) plus a weights file
     (`model.save_weights()`)."""
-    from . import saving
+    weights_path = model_path(weights_path, "load_model_from_json")
     spec = saving.load_weights_into(saving.read_architecture_json(architecture), weights_path)
     return Model.from_spec(spec)
 
 
-class Model:
+class Model(KerasModelAPI, ModelMemory):
     """A loaded Keras model whose weights live on the GPU until dispose()."""
 
     def __init__(self, graph: Graph, spec: ModelSpec):
         self._graph = graph
         self._spec = spec
         self._disposed = False
-        self._plans = ModelPlans(graph, spec.name)     # compiled predict calls (plan.py)
-        self._compile_ahead = None                     # set by load_model (compile_ahead.py)
+        self._plans = ModelPlans(graph, spec.name)     # compiled predict calls (kerasgl/plans/)
+        self._device_hooks = None                      # set by load_model (devices/policy.py)
+        _live_models.add(self)                         # kg.shutdown() disposes what is left
+        model_registry.register(self)                  # kg.memory().models; warns if dropped
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> "Model":
@@ -83,9 +133,13 @@ class Model:
             for t in ownership.live_tensors():
                 if id(t) not in before:
                     t.dispose()
-            if isinstance(exc, ModelFileError) and spec.source not in str(exc):
-                # Layers check their weights against their config without knowing the file.
-                raise ModelFileError(f"{spec.source}: {exc}") from exc
+            if isinstance(exc, KerasGLError) and not isinstance(exc, NOT_ABOUT_THE_FILE) \
+                    and spec.source not in str(exc):
+                # Layers and ops check configs and weights without knowing the file: the same
+                # kind of error, naming the file (compiler/layer_errors.py names the layer).
+                renamed = with_prefix(exc, f"{spec.source}: ")
+                if renamed is not None:
+                    raise renamed from exc
             raise
 
     # -- lifetime ---------------------------------------------------------------------------------
@@ -95,8 +149,8 @@ class Model:
             # From the wrong thread this raises GLContextError before anything is marked or
             # freed, so a later dispose() on the owning thread still frees everything.
             context.get_context()
-            if self._compile_ahead is not None:
-                self._compile_ahead.stop()
+            if self._device_hooks is not None:
+                self._device_hooks.model_disposed()
             self._plans.dispose()
             self._graph.dispose()
             self._disposed = True
@@ -159,16 +213,16 @@ class Model:
         """A layer by name, or by position in `layers`, as keras.Model.get_layer."""
         if index is not None:
             if name is not None:
-                raise ValueError("Provide only a layer name or a layer index, not both.")
+                raise InputValueError("Provide only a layer name or a layer index, not both.")
             layers = self.layers
             if not -len(layers) <= index < len(layers):
-                raise ValueError(f"Model '{self.name}' has {len(layers)} layers; index {index} "
-                                 "is out of range.")
+                raise InputValueError(f"Model '{self.name}' has {len(layers)} layers; index "
+                                      f"{index} is out of range.")
             return layers[index]
         layer = self._graph.layers.get(name)
         if layer is None:
-            raise ValueError(f"No such layer: {name!r}. Existing layers are: "
-                             f"{list(self._graph.layers)}.")
+            raise InputValueError(f"No such layer: {name!r}. Existing layers are: "
+                                  f"{list(self._graph.layers)}.")
         return layer
 
     def reset_states(self) -> None:
@@ -200,15 +254,12 @@ class Model:
         outputs); Tensors (owned by the current tidy scope) when any input is a Tensor.
         """
         self._check_alive()
-        wanted, single = self._wanted(outputs)
+        batch_size = check_batch_size(batch_size)
+        check_verbose(verbose)
+        wanted, single = wanted_outputs(self._graph, outputs, self.name)
         specs = self.inputs
         values = [check_input(v, s, self.name)
                   for v, s in zip(arrange_inputs(x, specs, self.name, self._spec.input_keys), specs)]
-        if batch_size is not None:
-            if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-                    or batch_size < 1:
-                raise ValueError(f"batch_size must be a positive integer. Received {batch_size!r}.")
-            batch_size = int(batch_size)
         count = batch_count(values, self.name)
         batch_size = fixed_batch_size(specs, batch_size, count, self.name)
         if any(isinstance(v, Tensor) for v in values):
@@ -216,47 +267,12 @@ class Model:
         else:
             results = self._predict_arrays(values, wanted, count, batch_size or DEFAULT_BATCH_SIZE,
                                            verbose)
-        if self._compile_ahead is not None:
-            self._compile_ahead.first_predict_done()     # its programs are all compiled now
-            self._compile_ahead = None
+        if self._device_hooks is not None:
+            self._device_hooks.first_predict_done()      # its programs are all compiled now
+            self._device_hooks = None
         if outputs is None and self._spec.output_keys and len(self._spec.output_keys) == len(results):
             return dict(zip(self._spec.output_keys, results))   # a model built with dict outputs
         return results[0] if single else results
-
-    def _wanted(self, outputs) -> tuple[list[TensorRef], bool]:
-        if outputs is None:
-            return list(self._graph.output_refs), len(self._graph.output_refs) == 1
-        if isinstance(outputs, (str, TensorRef)) or (isinstance(outputs, tuple) and outputs
-                                                      and isinstance(outputs[0], str)
-                                                      and len(outputs) <= 3
-                                                      and all(isinstance(i, int) for i in outputs[1:])):
-            return [self._output_ref(outputs)], True
-        return [self._output_ref(o) for o in outputs], False
-
-    def _output_ref(self, what) -> TensorRef:
-        if isinstance(what, TensorRef):
-            return what
-        if isinstance(what, str):
-            name, node_index, tensor_index = what, None, 0
-        else:
-            what = tuple(what)
-            name = what[0]
-            node_index = what[1] if len(what) > 1 else None
-            tensor_index = what[2] if len(what) > 2 else 0
-        self.get_layer(name)
-        nodes = self._graph.nodes_of(name)
-        if node_index is None:
-            if len(nodes) > 1:
-                raise ValueError(f"Layer '{name}' is called {len(nodes)} times in model "
-                                 f"'{self.name}'; ask for (name, node_index) to choose a call.")
-            node_index = 0
-        node = next((n for n in nodes if n.index == node_index), None)
-        if node is None:
-            raise ValueError(f"Layer '{name}' has no call number {node_index} in model '{self.name}'.")
-        if not 0 <= tensor_index < max(1, len(node.output_shapes)):
-            raise ValueError(f"Layer '{name}' has {len(node.output_shapes)} output(s); "
-                             f"tensor_index {tensor_index} does not exist.")
-        return node.output_ref(tensor_index)
 
     def _predict_arrays(self, arrays, wanted, count, batch_size, verbose) -> list[np.ndarray]:
         # A batch whose largest tensor would not fit in one shader storage buffer (128 MiB on
@@ -270,12 +286,12 @@ class Model:
         while True:
             stop = min(count, start + batch_size)
             try:
-                # A compiled plan when one exists for this shape, else eager execution (plan.py).
+                # A compiled plan when one exists for this shape, else eager execution (plans/).
                 outs = self._plans.predict_arrays([a[start:stop] for a in arrays], dtypes, wanted)
-            except GPULimitError:
+            except GPULimitError as exc:
                 # A tensor inside a layer (not seen by shape inference) was still too large.
                 if stop - start <= 1:
-                    raise
+                    raise self._one_sample_too_large(exc, arrays) from exc
                 batch_size = max(1, (stop - start) // 2)
                 continue
             for i, out in enumerate(outs):
@@ -285,6 +301,16 @@ class Model:
             if start >= count:
                 break
         return [p[0] if len(p) == 1 else np.concatenate(p, axis=0) for p in parts]
+
+    def _one_sample_too_large(self, exc: GPULimitError, inputs) -> GPULimitError:
+        """The error of a batch of one sample that still exceeds a GPU limit, with advice that
+        fits it: no batch is smaller."""
+        fact = str(exc).removesuffix(SPLIT_ADVICE)
+        shapes = ", ".join(str(list(x.shape[1:])) for x in inputs)
+        return GPULimitError(
+            f"Model '{self.name}' cannot run even one sample (input shape {shapes}) on this GPU: "
+            f"{fact} Use smaller inputs (a lower resolution, shorter sequences) or a GPU with "
+            "larger limits.")
 
     def _largest_fitting_batch(self) -> int:
         """The most samples per GPU run for which every tensor of the graph whose only unknown
@@ -328,7 +354,12 @@ class Model:
             return results
         # The tidy function form frees every temporary (uploads, slices, batches) and hands the
         # results to the caller's scope.
-        results = ownership.tidy(run)
+        try:
+            results = ownership.tidy.run(run)
+        except GPULimitError as exc:
+            if min(count, batch_size or count) > 1:
+                raise
+            raise self._one_sample_too_large(exc, values) from exc
         return [_owned_by_scope(t) for t in results]
 
     # -- execution plans ----------------------------------------------------------------------------
@@ -344,23 +375,45 @@ class Model:
         if not value:
             self._plans.clear()
 
+    @property
+    def plan_cache_size(self) -> int:
+        """How many input shapes (x requested outputs) keep their execution plan between calls
+        (default 3). Each plan holds GL buffers for the intermediates of its shape (56 MB for
+        MobileNetV2 at batch 8): a service that sees many batch sizes bounds its memory with
+        this. Setting it lower frees the oldest plans at once; at least 1 (turn plans off with
+        use_plans = False). docs/memory.md."""
+        return self._plans.capacity
+
+    @plan_cache_size.setter
+    def plan_cache_size(self, value: int) -> None:
+        self._check_alive()
+        self._plans.capacity = value
+
+    def release_plans(self) -> None:
+        """Free the GL buffers of every execution plan of this model now, keeping the model (its
+        weights stay on the GPU). The next calls at a shape record and compile its plan again;
+        memory().planned_bytes drops by this model's share."""
+        self._check_alive()
+        self._plans.clear()
+
     def plan_info(self) -> list[PlanInfo]:
         """What predict knows about each recent input shape: planned (with its memory: planned
-        bytes, peak live bytes, the naive sum), still recording, or eager and why (plan.py)."""
+        bytes, peak live bytes, the naive sum), still recording, or eager and why (plans/)."""
         self._check_alive()
         return self._plans.info()
 
     def warm_up(self, batch_size: int = 1, max_calls: int = 12) -> PlanInfo | None:
-        """Predict on zeros at this batch size until predict has reached its steady speed for that
-        input shape: its shaders compiled, its execution plan recorded and compiled, and on llvmpipe
-        its worker placement chosen (about 9 calls: plan.py, worker_placement.py). For a service
-        whose first requests must not be the slow ones. Returns the shape's plan_info() entry
-        (None when plans are off). Raises ShapeError for an input with a free dimension other than
-        the batch (a variable sequence length: warm up with predict on a real input instead)."""
+        """Predict on zeros at this batch size until predict has reached its steady speed for it:
+        its shaders compiled, and every execution plan that a predict of this batch size uses
+        recorded and compiled, on llvmpipe with its worker placement chosen (about 9 calls:
+        plans/, devices/llvmpipe/). A batch too large for one GPU run is split by predict into
+        sub-batches, each with a plan of its own: all of them are warmed. For a service whose
+        first requests must not be the slow ones. Returns the plan_info() entry of the batch's
+        first GPU run (the whole batch when it is not split; None when plans are off). Raises
+        ShapeError for an input with a free dimension other than the batch (a variable sequence
+        length: warm up with predict on a real input instead)."""
         self._check_alive()
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-                or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer. Received {batch_size!r}.")
+        batch_size = check_batch_size(batch_size)
         shapes = []
         for spec in self.inputs:
             if any(d is None for d in spec.shape[1:]):
@@ -368,23 +421,22 @@ class Model:
                                  "only the batch dimension may be free to warm up on zeros.")
             shapes.append((int(batch_size), *spec.shape[1:]))
         zeros = [np.zeros(shape, spec.dtype) for shape, spec in zip(shapes, self.inputs)]
-
-        def entry():
-            return next((i for i in self._plans.info()
-                         if [tuple(s) for s in i.input_shapes] == shapes), None)
+        infos: list[PlanInfo] = []
         for _ in range(max_calls):
-            self.predict(zeros if len(zeros) > 1 else zeros[0], batch_size=batch_size, verbose=0)
-            info = entry()
-            if info is None or (info.status != "recording"
-                                and not info.placement.startswith("trying")):
-                return info
-        return entry()
+            # The plans this call used: one per GPU run's shape (sub-batches of a split batch).
+            with self._plans.tracking() as used:
+                self.predict(zeros if len(zeros) > 1 else zeros[0], batch_size=batch_size,
+                             verbose=0)
+            infos = self._plans.info(used)
+            if all(i.status != "recording" and not i.placement.startswith("trying")
+                   for i in infos):
+                break
+        return infos[0] if infos else None
 
     # -- summary ----------------------------------------------------------------------------------
     def summary(self, print_fn=None, expand_nested: bool = False, line_length: int | None = None):
         """Print the layers, their output shapes, parameter counts and the shaders they run."""
         self._check_alive()
-        from .compiler.summary import format_summary
         text = format_summary(self, expand_nested=expand_nested, line_length=line_length)
         (print_fn or print)(text)
 
@@ -416,3 +468,17 @@ def _stateful_layers(graph: Graph):
             yield from _stateful_layers(layer.graph)
         elif hasattr(layer, "reset_states"):
             yield layer
+
+
+# Models not yet disposed, for kg.shutdown(), which disposes them before the tensors and the
+# programs (runtime/context.py: its last registered release runs first).
+_live_models: "weakref.WeakSet[Model]" = weakref.WeakSet()
+
+
+def _dispose_live_models() -> None:
+    for model in list(_live_models):
+        model.dispose()
+
+
+context.on_shutdown(_dispose_live_models)
+context.on_shutdown(tuning.reset)     # the next context may be another device's

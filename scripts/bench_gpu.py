@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 5's real-GPU targets, for a machine with an NVIDIA GPU driven through EGL:
+"""kerasgl's real-GPU targets, for a machine with an NVIDIA GPU driven through EGL:
 GEMM 4096x4096 in kerasgl next to torch's float32 matmul (TF32 off) on the same GPU, and
 MobileNetV2 batch-1 latency (target: under 2 ms). Needs no Keras: pass a saved .keras file.
 

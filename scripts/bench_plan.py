@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Eager predict next to planned predict (kerasgl/plans/plan.py), in one process, interleaved.
+"""Eager predict next to planned predict (kerasgl/plans/), in one process, interleaved.
 
     python scripts/bench_plan.py [--models MobileNetV2,ResNet50] [--size 224] [--repeats 10]
                                  [--chain 200]

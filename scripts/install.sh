@@ -2,7 +2,7 @@
 # Installs kerasgl into ./.venv on a fresh Debian/Ubuntu machine, with Mesa's EGL + llvmpipe so
 # it runs without a GPU (a real GPU's EGL driver is used instead when one is installed).
 #   bash scripts/install.sh          # runtime only (for `kerasgl demo`)
-#   bash scripts/install.sh --test   # plus the test extras (pytest, keras, jax)
+#   bash scripts/install.sh --test   # plus the test and docs extras (pytest, keras, jax, mkdocs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +21,7 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip setuptools wheel
 if [ "${1:-}" = "--test" ]; then
-  .venv/bin/python -m pip install -q '.[test]'
+  .venv/bin/python -m pip install -q '.[test,docs]'
 else
   .venv/bin/python -m pip install -q .
 fi

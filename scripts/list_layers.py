@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Writes docs/layers.md: every Keras layer class and keras.ops operation kerasgl runs, grouped by
-the kerasgl module that implements it, read from the registries themselves (so the list cannot
-drift from the code; tests/test_docs.py checks the file is current).
+the kerasgl module that implements it, and what each layer class declares it does with a Keras
+mask, read from the registries themselves (so the list cannot drift from the code;
+tests/test_docs.py checks the file is current).
 
     python scripts/list_layers.py            # rewrite docs/layers.md
     python scripts/list_layers.py --check    # exit 1 if docs/layers.md is stale
@@ -39,6 +40,18 @@ def render() -> str:
               "`keras.ops.mean(x, axis=1)`) as graph nodes of module `keras.src.ops.*`.", ""]
     for module, names in grouped(OP_CLASSES):
         lines.append(f"- `kerasgl/layers/{module}.py`: " + ", ".join(names))
+    lines += ["", "## What each layer does with a Keras mask", "",
+              "As each class declares it (`mask_behaviour`, see `kerasgl/layers/base.py`): "
+              "`pass_through` passes the mask on unchanged, `consumes` uses it in its call, "
+              "`computes` makes the output's mask itself, `drops` ends it. A class may decide per "
+              "config (Embedding computes one only with mask_zero=True). A mask that reaches a "
+              "layer that declares nothing is refused at load.", ""]
+    by_behaviour = defaultdict(list)
+    for name, cls in LAYER_CLASSES.items():
+        by_behaviour[cls.mask_behaviour or "undeclared"].append(name)
+    for behaviour in ("pass_through", "consumes", "computes", "drops", "undeclared"):
+        if by_behaviour[behaviour]:
+            lines.append(f"- `{behaviour}`: " + ", ".join(sorted(by_behaviour[behaviour])))
     return "\n".join(lines) + "\n"
 
 

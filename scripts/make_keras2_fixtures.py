@@ -255,7 +255,7 @@ def json_and_weights():
 
 
 # ------------------------------------------------------------------------------------------------
-# Issue 4: Keras 2 files that Keras 3 itself refuses, and Keras 2 layer semantics.
+# Keras 2 files that Keras 3 itself refuses, and Keras 2 layer semantics.
 # Every model below has all of its weights randomised (biases and BatchNormalization statistics
 # included), so a weight read in the wrong order or a dropped bias shows in the outputs.
 # ------------------------------------------------------------------------------------------------

@@ -24,23 +24,21 @@ def main(path: str, shape: tuple, repeats: int = 20) -> None:
     # dispatch synchronously, so this is the step's own cost (a step re-run on its own outputs
     # computes the same amount of work).
     for i, step in enumerate(full):
-        plan.steps = [step] * repeats
-        plan._run_steps()
+        plan.run_only([step] * repeats)
         ctx.finish()
         start = time.perf_counter()
-        plan._run_steps()
+        plan.run_only([step] * repeats)
         ctx.finish()
         times[i] = (time.perf_counter() - start) / repeats
-    plan.steps = full
     ctx.finish()
     start = time.perf_counter()
     for _ in range(repeats):
-        plan._run_steps()
+        plan.run_steps()
     ctx.finish()
     whole = (time.perf_counter() - start) / repeats
     for i, (step, t) in enumerate(zip(full, times)):
-        groups = step[6] if step[0] == 0 else ""
-        print(f"{i:3d} kind={step[0]} groups={groups} {t * 1e3:8.3f} ms  {names[i] or ''}")
+        groups = step.groups if step.is_dispatch else ""
+        print(f"{i:3d} {type(step).__name__} groups={groups} {t * 1e3:8.3f} ms  {names[i] or ''}")
     print(f"sum {times.sum() * 1e3:.3f} ms over {len(full)} steps; whole plan {whole * 1e3:.3f} ms")
     model.dispose()
 

@@ -2,6 +2,8 @@
 // (dense, conv, ...). A kernel picks one with `#define ACT act_<name>`; parameters, where a
 // function has them, come from the uniforms act_p0..act_p2 (declared here).
 // Written for accuracy within 1e-6 of float32 math, and safe for large |x| (no inf/inf).
+// NaN in, NaN out, as in Keras: GLSL's max/min/clamp leave NaN operands undefined (llvmpipe
+// returns the other operand: relu(NaN) would be 0), so the clipping functions test isnan.
 
 uniform float act_p0;
 uniform float act_p1;
@@ -15,13 +17,17 @@ float act_exponential(float x) { return exp(x); }
 float act_log(float x) { return log(x); }
 float act_sqrt(float x) { return sqrt(x); }
 float act_square(float x) { return x * x; }
-float act_relu(float x) { return max(x, 0.0); }
+float act_relu(float x) { return isnan(x) ? x : max(x, 0.0); }
+// jnp.clip(x, lo, hi): NaN when x or a bound is NaN.
+float clip_nan(float x, float lo, float hi) {
+    return isnan(x) || isnan(hi) ? x + hi : clamp(x, lo, hi);
+}
 // exp(x) - 1 without the cancellation of small |x| (jax.nn.elu and celu use expm1).
 float expm1_accurate(float x) {
     if (abs(x) < 1e-2) return x * (1.0 + x * (0.5 + x * (1.0 / 6.0 + x * (1.0 / 24.0))));
     return exp(x) - 1.0;
 }
-float act_relu6(float x) { return clamp(x, 0.0, 6.0); }
+float act_relu6(float x) { return isnan(x) ? x : clamp(x, 0.0, 6.0); }
 // p0 = negative slope
 float act_leaky_relu(float x) { return x >= 0.0 ? x : act_p0 * x; }
 // p0 = alpha
@@ -41,8 +47,8 @@ float act_tanh(float x) {
     return sign(x) * (1.0 - e) / (1.0 + e);
 }
 // Keras 2: clip(0.2 x + 0.5, 0, 1). Keras 3: relu6(x + 3) / 6.
-float act_hard_sigmoid_k2(float x) { return clamp(0.2 * x + 0.5, 0.0, 1.0); }
-float act_hard_sigmoid(float x) { return clamp(x + 3.0, 0.0, 6.0) / 6.0; }
+float act_hard_sigmoid_k2(float x) { return isnan(x) ? x : clamp(0.2 * x + 0.5, 0.0, 1.0); }
+float act_hard_sigmoid(float x) { return act_relu6(x + 3.0) / 6.0; }
 float act_hard_silu(float x) { return x * act_hard_sigmoid(x); }
 float act_silu(float x) { return x * act_sigmoid(x); }
 float act_softplus(float x) { return max(x, 0.0) + log(1.0 + exp(-abs(x))); }
@@ -63,21 +69,32 @@ float erf_approx(float x) {
 }
 float act_gelu(float x) { return 0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476)); }
 // keras.activations.relu / the ReLU layer: p0 = max_value (negative: none), p1 = negative_slope,
-// p2 = threshold. Keras keeps x where x > threshold (clipped to [0, max_value] when there is a
-// max_value, even for a negative threshold), else negative_slope * (x - threshold).
+// p2 = threshold. Keras's ReLU.static_call branch for branch: its branches test the parameters
+// in Python (a NaN slope or threshold counts as one: NaN != 0), so every invocation takes the
+// same one; the isnan tests keep that true where a compiler treats NaN comparisons loosely.
 float act_relu_full(float x) {
-    if (x > act_p2) return act_p0 >= 0.0 ? clamp(x, 0.0, act_p0) : x;
-    return act_p1 * (x - act_p2);
+    bool sloped = isnan(act_p1) || act_p1 != 0.0;
+    bool thresholded = isnan(act_p2) || act_p2 != 0.0;
+    bool clipped = isnan(act_p0) || act_p0 >= 0.0;
+    if (sloped && !clipped && !thresholded) return x >= 0.0 ? x : act_p1 * x;   // leaky_relu
+    // x where x > threshold else 0 (a NaN x fails the test); without a threshold relu(x).
+    float y = thresholded ? (x > act_p2 ? x : 0.0) : act_relu(x);
+    if (clipped) y = clip_nan(y, 0.0, act_p0);
+    if (sloped) y -= act_p1 * act_relu(-x + act_p2);
+    return y;
 }
 // Keras ThresholdedReLU / ReLU(threshold) without slope: p0 = theta
-float act_thresholded_relu(float x) { return x > act_p0 ? x : 0.0; }
+// tf.keras computes x * cast(x > theta): NaN (and -inf * 0) stay NaN.
+float act_thresholded_relu(float x) { return x * float(x > act_p0); }
 // Keras 3 activations beyond the classic set (jax.nn formulas). p0 = alpha / b / threshold.
-float act_celu(float x) { return max(x, 0.0) + act_p0 * expm1_accurate(min(x, 0.0) / act_p0); }
+float act_celu(float x) {
+    return isnan(x) ? x : max(x, 0.0) + act_p0 * expm1_accurate(min(x, 0.0) / act_p0);
+}
 float act_squareplus(float x) { return (x + sqrt(x * x + act_p0)) / 2.0; }
 float act_soft_shrink(float x) { return x > act_p0 ? x - act_p0 : (x < -act_p0 ? x + act_p0 : 0.0); }
 float act_hard_shrink(float x) { return abs(x) > act_p0 ? x : 0.0; }
 float act_sparse_plus(float x) { return x <= -1.0 ? 0.0 : (x >= 1.0 ? x : (x + 1.0) * (x + 1.0) / 4.0); }
 float act_sparse_sigmoid(float x) { return x <= -1.0 ? 0.0 : (x >= 1.0 ? 1.0 : 0.5 * (x + 1.0)); }
 float act_tanh_shrink(float x) { return x - act_tanh(x); }
-float act_hard_tanh(float x) { return clamp(x, -1.0, 1.0); }
+float act_hard_tanh(float x) { return isnan(x) ? x : clamp(x, -1.0, 1.0); }
 float act_log_sigmoid(float x) { return -act_softplus(-x); }

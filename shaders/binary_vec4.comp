@@ -38,8 +38,8 @@ float binary_add(float x, float y) { return x + y; }
 float binary_sub(float x, float y) { return x - y; }
 float binary_mul(float x, float y) { return x * y; }
 float binary_div(float x, float y) { return x / y; }
-float binary_maximum(float x, float y) { return max(x, y); }
-float binary_minimum(float x, float y) { return min(x, y); }
+float binary_maximum(float x, float y) { return nan_max(x, y); }   // jnp.maximum: NaN wins
+float binary_minimum(float x, float y) { return nan_min(x, y); }
 float binary_pow(float x, float y) {
     // GLSL pow is undefined for x < 0; numpy gives a real result for integer exponents.
     if (x >= 0.0) return pow(x, y);

@@ -44,7 +44,7 @@ uniform uint channels;
 
 float channel_map(float v, uint c) {
 #if MODE == 1
-    return max(v, 0.0) - SCALE(c) * max(-v, 0.0);
+    return isnan(v) ? v : max(v, 0.0) - SCALE(c) * max(-v, 0.0);   // relu(NaN) is NaN in Keras
 #elif MODE == 2
     return (v - SHIFT(c)) / SCALE(c);
 #elif MODE == 3

@@ -11,3 +11,12 @@ uint linear_index() {
     return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * uint(LOCAL_SIZE)
            + gl_LocalInvocationID.x;
 }
+
+// max / min that propagate NaN, as jnp.maximum / jnp.minimum and XLA's max reductions (max
+// pooling, reduce_max) do. GLSL leaves max(NaN, y) undefined (llvmpipe returns y, so a NaN would
+// vanish into a finite number); isnan is tested explicitly and a + b is the NaN then.
+float nan_max(float a, float b) { return isnan(a) || isnan(b) ? a + b : max(a, b); }
+float nan_min(float a, float b) { return isnan(a) || isnan(b) ? a + b : min(a, b); }
+vec4 nan_max(vec4 a, vec4 b) {
+    return mix(max(a, b), a + b, bvec4(uvec4(isnan(a)) | uvec4(isnan(b))));
+}

@@ -14,6 +14,9 @@
 // vec4s), so that a plain row-major [K][N] matrix is a 1x1 kernel too (a matmul run here reads
 // its B without packing it): w_block between output-channel blocks, w_row between consecutive
 // input channels (COUT_VEC when packed, N/4 for a matrix); the taps follow each other.
+// A kernel larger than one storage block is split into pieces of whole output-channel blocks
+// (kerasgl/ops/splits.py), each in its own buffer and run as its own dispatch: block_base is the
+// first block of this dispatch's piece, whose weights and bias are addressed from its own start.
 // INPUT_DIL_H / INPUT_DIL_W > 1 turn this into a transposed convolution: the input is seen with
 // INPUT_DIL - 1 zeros between its samples along that axis (only the real samples are read).
 // POOL > 1: a MaxPooling2D (POOL x POOL, stride POOL, valid) of the activated output, written
@@ -25,6 +28,7 @@
 // in kerasgl/ops/conv.py): fewer variants to JIT-compile on a cold start.
 uniform float act_lo;
 uniform float act_hi;
+// min/max: a NaN becomes a bound here (GLSL's min/max drop it; see docs/limitations.md).
 float act_clamp(float v) { return min(max(v, act_lo), act_hi); }
 #endif
 layout(local_size_x = LOCAL_SIZE) in;
@@ -93,7 +97,8 @@ uniform int pad_left;
 uniform int w_block;    // vec4s between the weights of consecutive output-channel blocks
 uniform int w_row;      // vec4s between the weights of consecutive input channels
 uniform uint n_pixels;  // batch * out_h * out_w (* POOL^2: the pixels computed)
-uniform uint n_blocks;  // groups * blocks_pg
+uniform uint n_blocks;  // blocks this dispatch computes (groups * blocks_pg: unsplit weights)
+uniform int block_base; // the first of them, over all groups' blocks (0: unsplit weights)
 uniform uint n_work;    // ceil(n_pixels / PIX) * n_blocks
 
 // Far below 0, so that base + channel stays negative: an invalid texel for any input.
@@ -102,7 +107,8 @@ uniform uint n_work;    // ceil(n_pixels / PIX) * n_blocks
 void main() {
     uint work = linear_index();
     if (work >= n_work) return;
-    int block = int(work % n_blocks);
+    int piece_block = int(work % n_blocks);   // in this dispatch's piece of the weights
+    int block = block_base + piece_block;     // in the whole kernel
     uint first = (work / n_blocks) * uint(PIX);
     int group = block / blocks_pg;
     int cout_in_group = (block - group * blocks_pg) * (4 * COUT_VEC);
@@ -144,11 +150,11 @@ void main() {
 
     vec4 acc[PIX][COUT_VEC];
     for (int v = 0; v < COUT_VEC; ++v) {
-        vec4 b = bias[block * COUT_VEC + v];
+        vec4 b = bias[piece_block * COUT_VEC + v];
         for (int p = 0; p < PIX; ++p) acc[p][v] = b;
     }
 
-    int wi = block * w_block;
+    int wi = piece_block * w_block;
     for (int kh = 0; kh < kernel_h; ++kh) {
         for (int kw = 0; kw < kernel_w; ++kw) {
             int base[PIX];
@@ -215,6 +221,10 @@ void main() {
 #if POOL > 1
     // Max pooling (POOL x POOL windows, stride POOL) of the pixels computed above: the max of
     // each window's accumulators, then the activation (monotone: max and ACT commute exactly).
+    // GLSL's max may drop a NaN, where Keras's max pooling keeps it; any test that would keep it
+    // (isnan, compares, bit tricks: per value or per window) made llvmpipe JIT-compile this
+    // unrolled kernel for one to three minutes instead of 0.4 s (measured on a small CNN's conv
+    // layers), so the fused kernel pools as GLSL does: see docs/limitations.md.
     for (int p = 0; p < PIX; p += POOL * POOL) {
         for (int c = 1; c < POOL * POOL; ++c)
             for (int v = 0; v < COUT_VEC; ++v) acc[p][v] = max(acc[p][v], acc[p + c][v]);

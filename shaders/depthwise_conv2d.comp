@@ -13,6 +13,7 @@
 // in kerasgl/ops/conv.py): fewer variants to JIT-compile on a cold start.
 uniform float act_lo;
 uniform float act_hi;
+// min/max: a NaN becomes a bound here (GLSL's min/max drop it; see docs/limitations.md).
 float act_clamp(float v) { return min(max(v, act_lo), act_hi); }
 #endif
 layout(local_size_x = LOCAL_SIZE) in;
@@ -79,7 +80,16 @@ void main() {
 
     for (int kh = 0; kh < KH; ++kh) {
         int iy = oy * STRIDE_H - pad_top + kh * DIL_H;
-        if (iy < 0 || iy >= in_h) continue;
+        if (iy < 0 || iy >= in_h) {
+            // A padded row: zeros that still multiply its weights, as in Keras (0 * inf = NaN).
+            // The zero is computed (it is 0.0 here): the GLSL compiler folds w * 0.0 to 0.
+            float zero = float(iy >= 0 && iy < in_h);
+            for (int kw = 0; kw < KW; ++kw) {
+                vec4 zero_tap = LOAD_W((kh * KW + kw) * cblocks + cb) * zero;
+                for (int p = 0; p < PIX; ++p) acc[p] += zero_tap;
+            }
+            continue;
+        }
         int row = img_base + iy * in_w * cin;
         vec4 xs[SPAN];
         for (int j = 0; j < SPAN; ++j) {

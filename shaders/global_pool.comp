@@ -19,7 +19,8 @@ void main() {
     int at = b * positions * channels + c;
 #if IS_MAX
     T acc = T(uintBitsToFloat(0xff800000u));  // -inf, where Keras starts a max
-    for (int i = 0; i < positions; ++i) acc = max(acc, LOAD_X(at + i * channels));
+    // NaN propagates, as in Keras (jnp.max).
+    for (int i = 0; i < positions; ++i) acc = nan_max(acc, LOAD_X(at + i * channels));
 #else
     T acc = T(0.0);
     for (int i = 0; i < positions; ++i) acc += LOAD_X(at + i * channels);

@@ -18,10 +18,10 @@ void main() {
         float v = x[base + reduced_offset(r)];
         float term = v * v - comp;
         float t = sum + term;
-        comp = (t - sum) - term;
+        comp = isinf(t) ? 0.0 : (t - sum) - term;   // an overflow stays inf, not inf - inf
         sum = t;
     }
-    float inv = min(inversesqrt(sum), 1.0 / epsilon);
+    float inv = nan_min(inversesqrt(sum), 1.0 / epsilon);   // a NaN in the group: all NaN
     for (int r = 0; r < red_len; ++r) {
         int i = base + reduced_offset(r);
         y[i] = x[i] * inv;

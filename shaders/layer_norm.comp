@@ -20,11 +20,12 @@ void main() {
     if (outer >= n_outer) return;
     int base = kept_offset(outer);
     // Two passes (mean, then squared deviations), compensated sums: as jnp.var, not E[x^2]-E[x]^2.
+    // A variance that overflows float32 is inf (rsqrt: 0), as in Keras; NaN in the row: NaN.
     float sum = 0.0, comp = 0.0;
     for (int r = 0; r < red_len; ++r) {
         float term = x[base + reduced_offset(r)] - comp;
         float t = sum + term;
-        comp = (t - sum) - term;
+        comp = isinf(t) ? 0.0 : (t - sum) - term;   // an overflow stays inf, not inf - inf
         sum = t;
     }
     float mean = sum / float(red_len);
@@ -33,7 +34,7 @@ void main() {
         float d = x[base + reduced_offset(r)] - mean;
         float term = d * d - comp;
         float t = sum + term;
-        comp = (t - sum) - term;
+        comp = isinf(t) ? 0.0 : (t - sum) - term;   // an overflow stays inf, not inf - inf
         sum = t;
     }
     float inv_std = inversesqrt(sum / float(red_len) + epsilon);

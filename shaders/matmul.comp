@@ -16,7 +16,7 @@
 //   A_VIEW      (with A_VEC4) A read through an rgba32f imageBuffer view of its buffer
 //   B_VIEW      (with B_VEC4) likewise B: same values, but llvmpipe gathers image loads where it
 //               loops over lanes for storage-buffer loads (kerasgl/buffer_views.py)
-//   C_VEC4      N % 4 == 0: C rows are written as vec4
+//   C_VEC4      N, c_rs and c_off % 4 == 0: C rows are written as vec4
 //   HAS_BIAS    add bias[n] (BIAS_VEC4 when N % 4 == 0)
 //   ACT         pointwise activation from activations.glsl, applied last
 //   SOFTMAX     softmax over each row instead (N <= 4 * NV: one invocation holds a whole row)
@@ -66,6 +66,11 @@ uniform int b_rs;
 uniform int b_cs;
 uniform int a_off;            // element offset of A's first matrix (a view into a larger buffer)
 uniform int b_off;
+// C[b, m, n] = c[b * M * c_rs + m * c_rs + c_off + n]: c_rs = N and c_off = 0, except for a piece
+// of a Dense kernel split over several buffers (kerasgl/ops/splits.py), which writes its columns
+// c_off.. of an output c_rs wide.
+uniform int c_rs;
+uniform int c_off;
 uniform int batch_base;       // first batch index of this dispatch (batches past 65535 groups)
 uniform int batch_rank;
 uniform int batch_shape[MAX_BATCH_RANK];
@@ -195,7 +200,7 @@ void main() {
     }
 #endif
 
-    int c_base = batch * M * N;
+    int c_base = batch * M * c_rs + c_off;
     for (int j = 0; j < NV; ++j) {
         int n = n0 + 4 * j;
         if (n >= N) break;
@@ -211,9 +216,9 @@ void main() {
 #endif
             v = act4(v);
 #if C_VEC4
-            c4[(c_base + m * N + n) >> 2] = v;
+            c4[(c_base + m * c_rs + n) >> 2] = v;
 #else
-            int i = c_base + m * N + n;
+            int i = c_base + m * c_rs + n;
             c[i] = v.x;
             if (n + 1 < N) c[i + 1] = v.y;
             if (n + 2 < N) c[i + 2] = v.z;

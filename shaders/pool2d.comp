@@ -45,14 +45,14 @@ void main() {
         int row = ((b * in_h + iy) * in_w) * channels + c;
         for (int ix = x0; ix < x1; ++ix) {
 #if IS_MAX
-            acc = max(acc, LOAD_X(row + ix * channels));
+            acc = nan_max(acc, LOAD_X(row + ix * channels));   // NaN propagates, as in Keras
 #else
             acc += LOAD_X(row + ix * channels);
 #endif
         }
     }
 #if ZERO_PAD && IS_MAX
-    if ((y1 - y0) * (x1 - x0) < pool_h * pool_w) acc = max(acc, T(0.0));
+    if ((y1 - y0) * (x1 - x0) < pool_h * pool_w) acc = nan_max(acc, T(0.0));
 #elif ZERO_PAD
     acc /= float(pool_h * pool_w);
 #elif !IS_MAX

@@ -58,7 +58,7 @@ void main() {
             int row = (((b * in_d + iz) * in_h + iy) * in_w) * channels + c;
             for (int ix = x0; ix < x1; ++ix) {
 #if IS_MAX
-                acc = max(acc, x[row + ix * channels]);
+                acc = nan_max(acc, x[row + ix * channels]);   // NaN propagates, as in Keras
 #else
                 acc += x[row + ix * channels];
 #endif

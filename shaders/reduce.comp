@@ -32,7 +32,8 @@ void main() {
     for (uint k = begin; k < end; ++k, at += inner) {
         precise float term = x[at] - lost;
         precise float next = sum + term;
-        lost = (next - sum) - term;
+        // Once the sum overflows it stays inf (as numpy's), not (inf - sum) - term = NaN later.
+        lost = isinf(next) ? 0.0 : (next - sum) - term;
         sum = next;
     }
     float result = sum;

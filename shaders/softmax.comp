@@ -24,10 +24,12 @@ void main() {
         sum = t;
     }
 #if LOG
-    float shift = m + log(sum);
+    // (x - max) - log(sum), in jax.nn.log_softmax's order: m + log(sum) would round away log(sum)
+    // next to a huge maximum.
+    float log_sum = log(sum);
     for (int r = 0; r < red_len; ++r) {
         int i = base + reduced_offset(r);
-        y[i] = x[i] - shift;
+        y[i] = (x[i] - m) - log_sum;
     }
 #else
     for (int r = 0; r < red_len; ++r) {

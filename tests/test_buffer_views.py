@@ -5,7 +5,7 @@ import numpy as np
 
 import kerasgl as kg
 from kerasgl.runtime import buffer_views
-from kerasgl.tensors import ownership
+from kerasgl.runtime import objects
 from kerasgl.runtime.driver_objects import driver_objects, is_live, mismatches
 from kerasgl.ops import matmul as mm
 
@@ -32,7 +32,7 @@ def test_registry_and_driver_agree_while_views_live():
         buffer_views.view_of(b._storage.gl)
         assert mismatches() == []
         found = driver_objects()
-        ours = sum(obj.nbytes for obj in ownership.live_gl_objects() if obj.kind == "texture")
+        ours = sum(obj.nbytes for obj in objects.live_gl_objects() if obj.kind == "texture")
         assert found.bytes["texture"] == ours             # a view's memory is its buffer's
 
 

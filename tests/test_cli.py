@@ -1,6 +1,7 @@
 """The `kerasgl` command, run as a user runs it: a subprocess of this Python (`-m kerasgl.cli`)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -118,5 +119,138 @@ def test_tune_dry_run_reports_every_trial_and_writes_nothing(tmp_path, monkeypat
     from kerasgl import autotune
     for trial in autotune.TRIALS:
         assert trial.field in out
+        # every value timed in each round: "False: 1.20/1.31/1.18 ms"
+        line = next(l for l in out.splitlines() if l.startswith(trial.field))
+        per_round = "/".join([r"\d+\.\d\d"] * autotune.ROUNDS)
+        assert len(re.findall(per_round + " ms", line)) == len(trial.values), line
     assert "choices:" in out
     assert not (tmp_path / "kerasgl").exists()
+
+
+# -- what a user meets at the shell ---------------------------------------------------------------
+def run_module(module, *args, **environment):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               **environment)
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_version_and_python_dash_m():
+    from kerasgl import __version__
+    for module in ("kerasgl", "kerasgl.cli"):
+        result = run_module(module, "--version")
+        assert result.returncode == 0 and result.stdout.strip() == f"kerasgl {__version__}"
+    assert "predict" in run_module("kerasgl", "--help").stdout
+
+
+def test_every_subcommand_has_a_description():
+    from kerasgl import cli
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert {"predict", "summary", "info", "demo", "tune", "gl-objects"} <= set(sub.choices)
+    for name, command in sub.choices.items():
+        assert command.description and len(command.description) > 10, name
+    text = kerasgl("summary", "--help").stdout
+    assert sub.choices["summary"].description in text
+
+
+def test_bad_arguments_print_one_line_and_fail(models, tmp_path):
+    folder, paths, _ = models
+    x = os.path.join(folder, "x.npy")
+    np.save(x, np.zeros((2, 4), "f4"))
+    assert_one_line_error(kerasgl("predict", paths["one"], x, "--batch-size", "0", check=False),
+                          "--batch-size", "positive integer")
+    assert_one_line_error(kerasgl("demo", "--repeats", "0", check=False), "--repeats")
+    text_input = tmp_path / "x.txt"
+    text_input.write_text("1 2 3 4\n")
+    assert_one_line_error(kerasgl("predict", paths["one"], text_input, check=False),
+                          "x.txt", ".npy or .npz")
+    fake = tmp_path / "fake.npy"
+    fake.write_text("not numpy")
+    assert_one_line_error(kerasgl("predict", paths["one"], fake, check=False), "fake.npy")
+    out = tmp_path / "out.dat"
+    assert_one_line_error(kerasgl("predict", paths["one"], x, "-o", out, check=False),
+                          "out.dat", ".txt or .csv")
+    assert not out.exists()
+    assert_one_line_error(kerasgl("predict", tmp_path / "missing.keras", x, check=False),
+                          "missing.keras")
+    assert_one_line_error(kerasgl("no-such-command", check=False), "no-such-command")
+
+
+@pytest.mark.parametrize("suffix,delimiter", [(".txt", None), (".csv", ",")])
+def test_predict_writes_text_where_the_name_says_text(models, suffix, delimiter):
+    folder, paths, keras_models = models
+    x = np.random.default_rng(4).standard_normal((7, 4)).astype("f4")
+    np.save(os.path.join(folder, "x7.npy"), x)
+    out = os.path.join(folder, "y" + suffix)
+    result = kerasgl("predict", paths["one"], os.path.join(folder, "x7.npy"), "-o", out)
+    assert f"wrote {out} (text: 7 rows of 4" in result.stdout
+    assert_close(np.loadtxt(out, delimiter=delimiter), keras_models["one"].predict(x, verbose=0))
+    # Several outputs do not fit one text table: refused, pointing at .npz.
+    ab = os.path.join(folder, "ab7.npz")
+    np.savez(ab, a=x[:, :3], b=x[:, 1:])
+    assert_one_line_error(kerasgl("predict", paths["two"], ab, "-o", out, check=False), ".npz")
+
+
+def test_predict_of_the_shipped_samples_says_how_to_name_the_array():
+    from kerasgl.demo import data_path
+    model, samples = data_path("digits_cnn.keras"), data_path("digits_samples.npz")
+    refused = kerasgl("predict", model, samples, check=False)
+    assert_one_line_error(refused, "images", "--array images")
+    result = kerasgl("predict", model, samples, "--array", "images", "--verbose", "1")
+    assert "probs: shape (24, 10)" in result.stdout
+    # One batch (24 samples) still shows Keras's progress bar with --verbose 1.
+    assert "1/1 [" in result.stderr
+
+
+def test_output_into_a_closed_pipe_ends_quietly(models):
+    _, paths, _ = models
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for args in (["summary", paths["two"]], ["--help"]):
+        process = subprocess.Popen([sys.executable, "-m", "kerasgl", *args], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        process.stdout.close()                  # the reader is gone before the first write
+        stderr = process.stderr.read().decode()
+        process.wait(timeout=120)
+        process.stderr.close()
+        assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+        assert process.returncode != 0 or args == ["--help"]
+
+
+def test_summary_of_mobilenetv2_fits_the_terminal(tmp_path):
+    keras.utils.set_random_seed(0)
+    model = keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3), alpha=0.35)
+    path = tmp_path / "mobilenetv2.keras"
+    model.save(path)
+    for columns in (100, 120):
+        text = kerasgl("summary", path, COLUMNS=str(columns)).stdout
+        widest = max(len(line) for line in text.splitlines())
+        assert widest <= columns, f"{widest} columns at COLUMNS={columns}"
+        # The fusions are still told, under the row of the layer that took them over.
+        assert "+ fused in: bn_Conv1, Conv1_relu" in text
+        assert "fused into" in text
+        for layer in ("Conv1", "block_16_project_BN", "predictions"):
+            assert layer in text
+        assert f"Total params: {model.count_params():,}" in text
+
+
+def test_tune_keeps_a_choice_only_when_it_wins_every_round():
+    from kerasgl import autotune
+    faster, slower = [1.0, 1.0, 1.0], [2.0, 2.0, 2.0]
+    assert autotune.decide(False, {False: slower, True: faster}) is True
+    # Faster by its median, and by far in two rounds, but not in the third: kept as it was.
+    assert autotune.decide(False, {False: [2.0, 2.0, 1.0], True: [1.0, 1.0, 1.0]}) is False
+    # A win under the margin in every round is not a win.
+    close = [s * (autotune.MARGIN + 0.05) for s in slower]
+    assert autotune.decide(False, {False: slower, True: close}) is False
+    assert autotune.decide(16, {8: [3.0] * 3, 16: [2.0] * 3, 64: [1.0, 1.0, 2.5]}) == 16
+    assert autotune.decide(16, {8: [0.5] * 3, 16: [2.0] * 3, 64: [1.0] * 3}) == 8

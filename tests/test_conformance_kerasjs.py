@@ -1,10 +1,9 @@
 """The Keras.js layer test suite (tests/data/kerasjs, see its README for provenance and licence).
 
 Each case is a Keras 3 legacy .h5 model with inputs and the outputs Keras 2 computed for Keras.js.
-- Cases of layer groups that kerasgl covers (IN_SCOPE) must load and match: the Keras.js expectation
-  where Keras 3 reproduces it, else (hard_sigmoid: the files are Keras 3 files) Keras 3's output.
-- Every other case must either match in the same way or be refused at load with
-  UnsupportedLayerError: never a silent wrong answer.
+kerasgl covers every layer group of the suite, so every case must load and match: the Keras.js
+expectation where Keras 3 reproduces it, else (hard_sigmoid: the files are Keras 3 files) Keras 3's
+output. A refusal at load (UnsupportedLayerError) fails the case like a wrong answer would.
 Stateful recurrent cases are checked by their protocol in tests/test_layers_recurrent.py.
 """
 import json
@@ -17,13 +16,6 @@ import kerasgl as kg
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "kerasjs")
 ATOL = RTOL = 1e-4
-
-# Layer groups kerasgl covers: all of them (stateful cases are checked by their protocol).
-OUT_OF_SCOPE_SUFFIXES = ()
-
-
-def in_scope(case) -> bool:
-    return not case["layer_group"].endswith(OUT_OF_SCOPE_SUFFIXES) and not case.get("stateful")
 
 
 def load_cases():
@@ -54,16 +46,13 @@ def run_case(case):
     return outputs if isinstance(outputs, list) else [outputs]
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if not c.get("stateful")], ids=lambda c: c["id"])
+STATELESS = [c for c in CASES if not c.get("stateful")]
+
+
+@pytest.mark.parametrize("case", STATELESS, ids=lambda c: c["id"])
 def test_kerasjs_case(case):
     expected = reference(case)
-    if not in_scope(case):
-        try:
-            actual = run_case(case)
-        except kg.UnsupportedLayerError:
-            return  # refused clearly: acceptable until the layer lands
-    else:
-        actual = run_case(case)
+    actual = run_case(case)
     assert len(actual) == len(expected)
     for a, e in zip(actual, expected):
         assert a.shape == e.shape, f"{case['id']}: shape {a.shape} != expected {e.shape}"
@@ -74,3 +63,4 @@ def test_case_counts_match_the_readme():
     assert len(CASES) == 334
     assert sum(c["keras_js_expected_matches_keras3"] for c in CASES) == 312
     assert sum(bool(c.get("stateful")) for c in CASES) == 12
+    assert len(STATELESS) == 322    # every one of them is a test_kerasjs_case that must match

@@ -51,6 +51,15 @@ def test_readme_tour_runs(document):
     run_examples(document)
 
 
+def test_quickstart_examples_print_what_they_say():
+    out = run_examples("docs/quickstart.md")
+    assert "(None, 8, 8, 1) (None, 10)\n" in out
+    # conv1's kernel as the file stores it (3x3, 1 channel in), its filters from its config
+    assert re.search(r"^\(3, 3, 1, (\d+)\) \1 \d+$", out, re.MULTILINE), out
+    assert "Tensor (4, 10)" in out
+    assert "['digits_cnn'] True\n()\n" in out
+
+
 def test_layer_list_is_current():
     """docs/layers.md is generated from the registries; a new layer must regenerate it."""
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),

@@ -2,13 +2,14 @@
 (kerasgl/gl_dump.py, scripts/gl_objects.py)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
 
 import kerasgl as kg
-from kerasgl.runtime import context
+from kerasgl.runtime import buffer_views, context, objects
 from kerasgl import gl_dump
 from kerasgl.tensors import ownership
 from kerasgl.runtime.driver_objects import driver_objects, is_live, mismatches, registry_names
@@ -102,4 +103,37 @@ def test_cli_subcommand_reaches_the_dump(capsys):
     from kerasgl import cli
     assert cli.main(["gl-objects", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data) == {"tensors", "registry", "driver"}
+    assert set(data) == {"tensors", "registry", "driver", "owners", "total_bytes"}
+    assert sum(u["bytes"] for u in data["owners"].values()) == data["total_bytes"]
+
+
+def test_every_gl_object_carries_its_label_in_the_driver(tmp_path):
+    """Each GLObject's label is given to the driver at creation (glObjectLabel) and read back
+    with glGetObjectLabel: a loaded model's weights say which layer they belong to."""
+    from keras_ref import keras, randomize_weights
+    model = keras.Sequential([keras.Input((6, 6, 3)), keras.layers.Conv2D(4, 3, name="conv2d_3"),
+                              keras.layers.Flatten(), keras.layers.Dense(2, name="dense_7")])
+    randomize_weights(model)
+    path = str(tmp_path / "labelled.keras")
+    model.save(path)
+    gl = context.driver()
+    before = {id(obj) for obj in objects.live_gl_objects()}
+    with kg.load_model(path) as loaded:
+        weights = [obj for obj in objects.live_gl_objects() if id(obj) not in before]
+        labels = sorted(obj.label for obj in weights)
+        assert weights, "loading uploaded no weight"
+        assert all(re.fullmatch(r"(conv2d_3|dense_7)/weight\d+", lab) for lab in labels), labels
+        assert any(lab.startswith("conv2d_3/") for lab in labels), labels
+        assert any(lab.startswith("dense_7/") for lab in labels), labels
+        with kg.tidy():
+            x = kg.tensor(np.ones((1, 6, 6, 3), np.float32))
+            loaded.predict(x, verbose=0)
+            view = buffer_views.view_of(x._storage.gl)
+            assert gl.label("texture", view.glo) == "rgba32f view of tensor"
+            # Every live object, of every kind (weights, tensors, views, programs, plans' buffers):
+            # the driver holds exactly the registry's label.
+            live = objects.live_gl_objects()
+            assert {obj.kind for obj in live} >= {"buffer", "texture", "program"}
+            assert [gl.label(obj.kind, obj.glo) for obj in live] == [obj.label for obj in live]
+            programs = [obj for obj in live if obj.kind == "program"]
+            assert all(obj.label.endswith(".comp") for obj in programs)

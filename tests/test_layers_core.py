@@ -116,5 +116,5 @@ def test_embedding_out_of_range_index_raises(tmp_path):
     path = str(tmp_path / "emb.keras")
     model.save(path)
     with kg.load_model(path) as loaded:
-        with pytest.raises(kg.ShapeError, match="out of range"):
+        with pytest.raises(kg.InputValueError, match="out of range"):
             loaded.predict(np.array([[1, 2, 7]], np.int32), verbose=0)

@@ -82,6 +82,6 @@ def test_bad_shapes():
         ours.compute_output_shape((None, 3, 8, 2))
     with pytest.raises(kg.ShapeError, match="rank 4"):
         ours.compute_output_shape((None, 8, 2))
-    spec.config["padding"] = "full"
-    with pytest.raises(kg.UnsupportedLayerError, match="padding='full'"):
+    spec.config["padding"] = "full"          # not a Keras padding: a damaged file
+    with pytest.raises(kg.ModelFileError, match="'padding' is 'full'"):
         MaxPooling2D(spec, 3)

@@ -170,3 +170,38 @@ def test_time_distributed_handing_step_masks_to_its_layer_is_refused(tmp_path):
     embedded = L.Embedding(9, 4, mask_zero=True)(tokens)
     model = keras.Model(tokens, L.TimeDistributed(L.LSTM(2))(embedded))
     _refused(tmp_path, model, "TimeDistributed")
+
+
+# ---------------------------------------------------------------------------- declarations
+def test_every_registered_layer_declares_what_it_does_with_a_mask():
+    from kerasgl.layers import LAYER_CLASSES
+    from kerasgl.layers.base import MASK_BEHAVIOURS
+    undeclared = sorted(n for n, c in LAYER_CLASSES.items() if c.mask_behaviour not in MASK_BEHAVIOURS)
+    assert not undeclared, f"layer classes without a mask_behaviour: {undeclared}"
+    consumers = [n for n, c in LAYER_CLASSES.items() if c.mask_behaviour == "consumes"]
+    assert all(LAYER_CLASSES[n].mask_argument in ("mask", "mask_list", "per_argument")
+               for n in consumers)
+
+
+@pytest.fixture
+def undeclared_flatten(monkeypatch):
+    """Flatten's class as one that declares nothing about masks, for this test only."""
+    from kerasgl.layers import LAYER_CLASSES
+    original = LAYER_CLASSES["Flatten"]
+    monkeypatch.setitem(LAYER_CLASSES, "Flatten",
+                        type("UndeclaredFlatten", (original,), {"mask_behaviour": None}))
+
+
+def test_mask_reaching_a_layer_that_declares_nothing_is_refused(tmp_path, undeclared_flatten):
+    # Keras's Flatten drops the mask; a class that does not say so is refused, never run.
+    model = keras.Model(*_flatten_after_embedding(mask_zero=True), name="masked")
+    _refused(tmp_path, model, r"'flatten' \(Flatten\) receives the mask made by layer 'emb'")
+    # Without a mask the same class runs as Keras does.
+    plain = keras.Model(*_flatten_after_embedding(mask_zero=False), name="plain")
+    assert_matches_keras(plain, tmp_path, inputs=[_tokens()], formats=(".keras",))
+
+
+def _flatten_after_embedding(mask_zero: bool):
+    tokens = keras.Input((6,), dtype="int32")
+    embedded = L.Embedding(9, 3, mask_zero=mask_zero, name="emb")(tokens)
+    return tokens, L.Dense(2)(L.Flatten(name="flatten")(embedded))

@@ -1,4 +1,4 @@
-"""Memory management semantics: dispose, tidy (three forms, nesting, returns, exceptions), keep,
+"""Memory management semantics: dispose, tidy (its forms, nesting, returns, exceptions), keep,
 memory() exactness, freeing without the garbage collector (checked with the driver), leak
 tracking and the no_leaks fixture, a 10,000-iteration loop, the context's thread and device."""
 import gc
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import kerasgl as kg
-from kerasgl.runtime import context
+from kerasgl.runtime import context, objects
 from kerasgl.tensors import ownership
 from kerasgl.runtime.driver_objects import driver_objects, is_live, mismatches
 
@@ -116,10 +116,42 @@ def test_tidy_decorator_and_zero_argument_function():
     assert live_ids() - before == {id(y)} and np.array_equal(y.numpy(), [2, 2, 2])
     z = make()
     assert live_ids() - before == {id(y), id(z)}
-    # A function of no arguments passed alone runs at once (TF.js's tf.tidy(() => ...)).
-    w = kg.tidy(lambda: kg.ones([2]) + 1)
+    # tidy.run calls a function of no arguments at once (TF.js's tf.tidy(() => ...)).
+    w = kg.tidy.run(lambda: kg.ones([2]) + 1)
     assert isinstance(w, kg.Tensor) and live_ids() - before == {id(y), id(z), id(w)}
     kg.dispose([x, y, z, w])
+
+
+def test_tidy_decorates_functions_whose_parameters_all_have_defaults():
+    """@kg.tidy never calls the function it decorates, whatever its parameters: a function of
+    defaulted (or no) parameters is decorated like any other, and runs in a scope when called."""
+    calls = []
+
+    @kg.tidy
+    def scaled(x=None, scale=2.0, *rest, **options):
+        calls.append("scaled")
+        x = kg.ones([4]) if x is None else x
+        return (x + 1) * scale
+
+    @kg.tidy
+    def fresh():
+        calls.append("fresh")
+        kg.zeros([8])              # not returned: freed when the call ends
+        return kg.ones([2]) * 3
+
+    assert calls == [] and callable(scaled) and callable(fresh)
+    assert scaled.__name__ == "scaled" and fresh.__name__ == "fresh"
+    assert kg.tidy(fresh) is not fresh and callable(kg.tidy(fresh))   # alone: decorated, not run
+    assert calls == []
+    zero = kg.zeros([4])
+    before = live_ids()
+    a, b, c = scaled(), scaled(zero, scale=5.0), fresh()
+    assert calls == ["scaled", "scaled", "fresh"]
+    assert live_ids() - before == {id(a), id(b), id(c)}
+    np.testing.assert_array_equal(a.numpy(), np.full(4, 4.0))
+    np.testing.assert_array_equal(b.numpy(), np.full(4, 5.0))
+    np.testing.assert_array_equal(c.numpy(), np.full(2, 3.0))
+    kg.dispose([zero, a, b, c])
 
 
 def test_returned_nested_structures_move_to_the_parent_scope():
@@ -130,11 +162,11 @@ def test_returned_nested_structures_move_to_the_parent_scope():
 
     before = live_ids()
     with kg.tidy():
-        result, other = kg.tidy(inner)
+        result, other = kg.tidy.run(inner)
         tensors = [result["list"][0], result["list"][1][0], result["dict"]["c"]]
         assert other == "other" and result["list"][1][1] == 7
         assert live_ids() - before == {id(t) for t in tensors}
-        assert all(id(t) in ownership._scopes[-1].tensors for t in tensors)   # now the parent's
+        assert all(id(t) in ownership._scopes()[-1].tensors for t in tensors)   # now the parent's
     assert all(t.is_disposed for t in tensors)   # ...and freed when the parent exits
     assert live_ids() == before
 
@@ -157,7 +189,7 @@ def test_scopes_nest():
 def test_returning_a_tensor_from_outside_keeps_its_owner():
     x = kg.ones([3])           # owned by no scope
     with kg.tidy():
-        y = kg.tidy(lambda: x)  # returned but not made in the scope
+        y = kg.tidy.run(lambda: x)  # returned but not made in the scope
         assert y is x
     assert not x.is_disposed
     x.dispose()
@@ -184,7 +216,7 @@ def test_exception_frees_everything_and_propagates_unchanged():
         raise error
 
     with pytest.raises(Boom) as caught:
-        kg.tidy(body)
+        kg.tidy.run(body)
     assert caught.value is error and caught.value.args == ("original",)
     assert usage() == before and ownership.scope_depth() == 0
 
@@ -211,6 +243,8 @@ def test_exception_frees_everything_and_propagates_unchanged():
 def test_tidy_rejects_non_callables():
     with pytest.raises(TypeError, match="function"):
         kg.tidy(3)
+    with pytest.raises(TypeError, match="function"):
+        kg.tidy.run(3)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -260,7 +294,7 @@ def test_gl_objects_die_at_scope_exit_without_gc_even_with_references_held():
             assert all(is_live(kind, glo) for kind, glo in names)
         # Checked before anything else is allocated (the driver reuses freed names).
         assert not any(is_live(kind, glo) for kind, glo in names)
-        registry = {(o.kind, o.glo) for o in ownership.live_gl_objects()}
+        registry = {(o.kind, o.glo) for o in objects.live_gl_objects()}
         assert not registry & set(names)
         assert all(t.is_disposed for t in held) and len(handles) == 10
         assert mismatches() == []
@@ -270,7 +304,7 @@ def test_gl_objects_die_at_scope_exit_without_gc_even_with_references_held():
 
 def test_ten_thousand_tidy_iterations_leave_nothing_behind():
     x = kg.ones([4])
-    kg.tidy(lambda: (x * 2.0 + 1.0).sum()).dispose()  # compile the programs first: they are meant to stay
+    kg.tidy.run(lambda: (x * 2.0 + 1.0).sum()).dispose()  # compile the programs first: they are meant to stay
     start, start_driver = kg.memory(), driver_objects().counts()
     for i in range(10_000):
         with kg.tidy():
@@ -349,6 +383,33 @@ def test_no_leaks_fixture_fails_a_leaking_test(tmp_path):
     assert "2 passed, 1 error" in out   # the leak fails at teardown
     assert "The test left 1 tensor(s) alive." in out
     assert "test_leaky.py:10 in test_leaks: [3, 3]" in out
+
+
+def test_testing_module_needs_pytest_only_for_the_fixture():
+    """kerasgl.testing imports without pytest (no install of kerasgl declares it): its
+    leaks_checked() works, and only the no_leaks fixture asks for pytest, with a clear error."""
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["pytest"] = None          # what a machine without pytest looks like
+        import kerasgl as kg
+        from kerasgl import testing
+        with testing.leaks_checked():
+            with kg.tidy():
+                kg.ones([2]) + 1
+        try:
+            with testing.leaks_checked():
+                leaked = kg.ones([3])
+        except kg.LeakError as exc:
+            print("LeakError:", str(exc).splitlines()[0], leaked.is_disposed)
+        try:
+            from kerasgl.testing import no_leaks
+        except ImportError as exc:
+            print("ImportError:", exc)
+    """)
+    run = _fresh_process(code)
+    assert "LeakError: The test left 1 tensor(s) alive. True" in run.stdout, run.stdout + run.stderr
+    assert "ImportError: kerasgl.testing.no_leaks is a pytest fixture and pytest is not installed" \
+        in run.stdout, run.stdout + run.stderr
 
 
 # -------------------------------------------------------------------------------------------------

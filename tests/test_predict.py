@@ -72,7 +72,7 @@ def test_shape_and_dtype_errors_say_expected_and_received(tmp_path):
         assert "received shape (3, 4, 5)" in str(info.value)
         with pytest.raises(kg.ShapeError, match=r"received shape \(4, 2\)"):
             loaded.predict(np.zeros((4, 2), "f4"))            # forgot the batch axis
-        with pytest.raises(kg.ShapeError, match="<U1"):
+        with pytest.raises(kg.InputTypeError, match="<U1"):
             loaded.predict(np.full((1, 4, 2), "a"))
         t = kg.zeros([1, 4, 2], dtype="int32")
         try:
@@ -135,7 +135,7 @@ def test_only_weights_remain_after_predict_and_dispose_frees_them(tmp_path):
     assert after_load[0] == empty[0] + 2 and after_load[4] == empty[4] + 2   # two weight buffers
     loaded.predict(np.ones((40, 8), "f4"), batch_size=16, verbose=0)
     # No intermediate tensor survives predict; the only new GL objects are the buffers of the
-    # model's execution plans (issue 5), which belong to the model and are counted as planned.
+    # model's execution plans (kerasgl/plans/), which belong to the model and are counted as planned.
     after_predict = gl_state()
     assert after_predict[:2] == after_load[:2]
     assert kg.memory().planned_bytes > 0
@@ -188,9 +188,9 @@ def test_progress_bar():
     bar = Progress(3, verbose="auto", stream=quiet)          # StringIO is not a terminal
     bar.update(3)
     one = io.StringIO()
-    bar = Progress(1, verbose=1, stream=one)                 # one batch: no bar
+    bar = Progress(1, verbose=1, stream=one)                 # one batch: a bar, as in Keras
     bar.update(1)
-    assert quiet.getvalue() == "" and one.getvalue() == ""
+    assert quiet.getvalue() == "" and "1/1 [" in one.getvalue()
 
 
 def test_predict_prints_progress_with_verbose_1(tmp_path, capsys):
@@ -276,7 +276,7 @@ def test_batch_size_may_be_a_numpy_integer(tmp_path):
     path = _save(keras.Model(x, keras.layers.Dense(2)(x), name="npint"), tmp_path)
     with kg.load_model(path) as loaded:
         assert loaded.predict(np.ones((5, 3), "f4"), batch_size=np.int64(2), verbose=0).shape == (5, 2)
-        with pytest.raises(ValueError, match="positive integer"):
+        with pytest.raises(kg.InputTypeError, match="positive integer"):
             loaded.predict(np.ones((5, 3), "f4"), batch_size=True)
 
 
@@ -309,7 +309,7 @@ def test_int_inputs_outside_int32_are_refused(tmp_path):
     x = keras.Input((3,), dtype="int32", name="ids")
     path = _save(keras.Model(x, keras.layers.Embedding(10, 2)(x), name="ids_model"), tmp_path)
     with kg.load_model(path) as loaded:
-        with pytest.raises(kg.ShapeError, match="outside the int32 range"):
+        with pytest.raises(kg.InputValueError, match="outside the int32 range"):
             loaded.predict(np.array([[1, 2, 2 ** 40]], dtype=np.int64), verbose=0)
 
 

@@ -783,3 +783,22 @@ def test_kerasjs_keras3_legacy_h5_files():
         except (AssertionError, ModelFileError) as exc:
             failures.append(f"{case['id']}: {str(exc)[:200]}")
     assert not failures, f"{len(failures)} of {len(cases)} cases:\n" + "\n".join(failures)
+
+
+# ============================================================================ per-class rules
+def test_what_reading_a_file_asks_is_answered_by_the_layer_classes():
+    """saving/ asks by class name (saving/layer_rules.py); the answers are the layer classes'
+    declarations (kerasgl/layers: weight_count, normalize_keras2_config, inference_weights)."""
+    from kerasgl.layers import LAYER_CLASSES
+    from kerasgl.saving import layer_rules
+    for name, cls in LAYER_CLASSES.items():
+        assert layer_rules.rules_for(name).source is cls, name
+    count = layer_rules.expected_weight_count
+    assert count("Dense", {"use_bias": False}) == 1 and count("Conv2D", {}) == 2
+    assert count("Dense", {"lora_rank": 4}) is None            # options that add arrays
+    lstm = {"class_name": "LSTM", "config": {"use_bias": False}}
+    assert count("Bidirectional", {"layer": lstm}) == 4 and count("TimeDistributed", {"layer": lstm}) == 2
+    assert count("LayerNormalization", {}) is None              # not fixed: the layer checks
+    assert count("Lambda", {}) == 0 and count("NoSuchLayer", {}) is None
+    assert layer_rules.rules_for("GRUCell").normalize_keras2_config({}) == {"reset_after": False}
+    assert layer_rules.rules_for("NoSuchLayer").normalize_keras2_config({"alpha": 1}) == {"alpha": 1}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import kerasgl as kg
-from kerasgl.runtime import context, shaders
+from kerasgl.runtime import context, objects, shaders
 from kerasgl.runtime.driver_objects import is_live
 
 STORAGES = ("buffer", "texture")
@@ -423,7 +423,7 @@ def test_programs_are_compiled_once_and_counted():
     for _ in range(5):
         (a * 3.0).dispose()
     assert kg.memory().num_programs == n_programs
-    names = [obj.glo for obj in kg.tensors.ownership.live_gl_objects() if obj.kind == "program"]
+    names = [obj.glo for obj in objects.live_gl_objects() if obj.kind == "program"]
     assert all(is_live("program", glo) for glo in names)
     kg.clear_program_cache()
     assert kg.memory().num_programs == 0

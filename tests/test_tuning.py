@@ -160,19 +160,26 @@ def test_cache_lives_under_xdg_cache_home_and_is_read_back(monkeypatch, tmp_path
 
 
 def test_unwritable_or_corrupt_cache_is_harmless(monkeypatch, tmp_path):
+    """Neither a cache that cannot be written nor one that cannot be read changes the settings:
+    both leave the renderer's defaults (no KERASGL_TUNING override here), and neither raises."""
+    monkeypatch.delenv(tuning.ENV, raising=False)
+    defaults = tuning.defaults_for(kg.info().renderer)
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))   # kerasgl/ cannot be made under a file
     tuning.reset()
     try:
         assert tuning.save({"conv_pix": 8}) is False
-        assert tuning.current().conv_pix == tuning.defaults_for(kg.info().renderer).conv_pix
+        assert tuning.current() == defaults
         corrupt = tmp_path / "c"
         (corrupt / "kerasgl").mkdir(parents=True)
         (corrupt / "kerasgl" / "tuning.json").write_text("{not json")
         monkeypatch.setenv("XDG_CACHE_HOME", str(corrupt))
         tuning.reset()
-        assert tuning.current() is not None
+        assert tuning.current() == defaults
+        # Saving over the corrupt file replaces it with a readable one that is used.
+        assert tuning.save({"conv_pix": 8}) is True
+        assert tuning.current().conv_pix == 8 and tuning.current() != defaults
     finally:
         tuning.reset()
 

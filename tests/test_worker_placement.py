@@ -68,12 +68,12 @@ def test_plan_trials_end_in_a_choice_with_unchanged_results(tmp_path):
             assert np.array_equal(m.predict(x, verbose=0), first)
             assert os.sched_getaffinity(0) == mask
         plan = next(e.plan for e in m._plans._entries.values())
-        assert plan._trials is None, "the trials should be over"
+        assert plan.device.trials is None, "the trials should be over"
         (info,) = m.plan_info()
         assert info.placement.endswith(("dispatches huddled", "dispatches spread"))
         assert info.placement in str(info)
         # Whatever was chosen, every step huddled gives the same bits.
-        plan._placed_steps = plan._with_placement([True] * len(plan.steps))
+        plan.device.placed = plan.device.with_placement([True] * len(plan.steps))
         assert np.array_equal(m.predict(x, verbose=0), first)
         assert os.sched_getaffinity(0) == mask
         big = np.ones(1 << 16, np.float32)

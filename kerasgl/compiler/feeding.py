@@ -2,8 +2,10 @@
 
 Inputs follow keras.Model.predict: one array for a one-input model; a list (in the model's input
 order) or a dict (by input name) for several. numpy arrays and kerasgl Tensors are accepted;
-anything else goes through np.asarray. Mismatched shapes or dtypes raise ShapeError with the
-expected and the received shape.
+anything else goes through np.asarray. Mismatched shapes (ragged nested lists too) raise
+ShapeError with the expected and the received shape; data that is not numbers InputTypeError;
+numbers an int32 input cannot hold InputValueError. batch_size, verbose and outputs= are checked
+here too, each refused with the kerasgl error of its kind.
 """
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ import time
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import InputTypeError, InputValueError, ShapeError
 from .graph import TensorSpec, format_shape
+from ..saving.spec import TensorRef
 from ..ops import dispatch
 from ..tensors.tensor import Tensor, empty
 
@@ -73,25 +76,50 @@ def check_input(value, spec: TensorSpec, model_name: str):
                              f"tensor of shape {format_shape(spec.shape)}, received a "
                              f"{value.dtype} tensor of shape {format_shape(value.shape)}.")
         return value
-    array = np.asarray(value)
-    _check_shape(array.shape, spec, model_name)
+    where = f"Model '{model_name}' input '{spec.name}'"
+    if value is None:
+        raise InputTypeError(f"{where}: expected numbers ({spec.dtype}) of shape "
+                             f"{format_shape(spec.shape)}, received None.")
+    try:
+        array = np.asarray(value)
+    except ValueError as exc:     # nested lists of different lengths
+        raise ShapeError(f"{where}: expected shape {format_shape(spec.shape)}, received ragged "
+                         f"nested lists (rows of different lengths: {exc}).") from None
+    except TypeError as exc:
+        raise InputTypeError(f"{where}: expected numbers ({spec.dtype}) of shape "
+                             f"{format_shape(spec.shape)}, received {type(value).__name__} "
+                             f"({exc}).") from None
     kind = array.dtype.kind
     if kind not in "biuf":
-        raise ShapeError(f"Model '{model_name}' input '{spec.name}': expected numbers "
-                         f"({spec.dtype}) of shape {format_shape(spec.shape)}, received "
-                         f"{array.dtype} data of shape {format_shape(array.shape)}.")
+        raise InputTypeError(f"{where}: expected numbers ({spec.dtype}) of shape "
+                             f"{format_shape(spec.shape)}, received {array.dtype} data of shape "
+                             f"{format_shape(array.shape)}.")
+    _check_shape(array.shape, spec, model_name)
     if spec.dtype == "int32" and kind in "iu" and array.size and (
             array.min() < np.iinfo(np.int32).min or array.max() > np.iinfo(np.int32).max):
         # The GPU holds int32: a wider value would wrap silently (2**40 would read as 0).
-        raise ShapeError(f"Model '{model_name}' input '{spec.name}' takes int32 values; received "
-                         f"{array.dtype} values outside the int32 range, shape "
-                         f"{format_shape(array.shape)}.")
+        raise InputValueError(f"{where} takes int32 values; received {array.dtype} values "
+                              f"outside the int32 range, shape {format_shape(array.shape)}.")
     if spec.dtype == "int32" and kind == "f":
         if not np.all(np.isfinite(array)) or np.any(array != np.round(array)):
-            raise ShapeError(f"Model '{model_name}' input '{spec.name}' takes integers (int32) of "
-                             f"shape {format_shape(spec.shape)}; received {array.dtype} values "
-                             f"that are not whole numbers, shape {format_shape(array.shape)}.")
+            raise InputValueError(f"{where} takes integers (int32) of shape "
+                                  f"{format_shape(spec.shape)}; received {array.dtype} values "
+                                  f"that are not whole numbers, shape "
+                                  f"{format_shape(array.shape)}.")
     return np.ascontiguousarray(array, dtype=np.float32 if spec.dtype == "float32" else np.int32)
+
+
+def check_batch_size(batch_size, what: str = "batch_size") -> int | None:
+    """batch_size as an int (None stays None): a positive integer (numpy's too), not a bool, a
+    float or a string, as keras.Model.predict takes it."""
+    if batch_size is None:
+        return None
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+        raise InputTypeError(f"{what} must be a positive integer. Received {batch_size!r} "
+                             f"({type(batch_size).__name__}).")
+    if batch_size < 1:
+        raise InputValueError(f"{what} must be a positive integer. Received {batch_size!r}.")
+    return int(batch_size)
 
 
 def batch_count(values: list, model_name: str) -> int:
@@ -149,10 +177,13 @@ class Progress:
 
     def __init__(self, steps: int, verbose="auto", stream=None):
         self.stream = stream or sys.stderr
+        check_verbose(verbose)
         if verbose == "auto":
+            # "auto" draws a bar only on a terminal and for several batches; an explicit 1 or 2
+            # reports even one batch, as Keras does.
             isatty = getattr(self.stream, "isatty", None)
-            verbose = 1 if isatty is not None and isatty() else 0
-        self.mode = int(verbose) if steps > 1 else 0
+            verbose = 1 if isatty is not None and isatty() and steps > 1 else 0
+        self.mode = int(verbose)
         self.steps, self.start = steps, time.perf_counter()
 
     def update(self, done: int) -> None:
@@ -170,6 +201,67 @@ class Progress:
     def _elapsed(self) -> str:
         seconds = time.perf_counter() - self.start
         return f"{seconds:.1f}s" if seconds >= 1 else f"{seconds * 1000:.0f}ms"
+
+
+def check_verbose(verbose) -> None:
+    if isinstance(verbose, bool) or not isinstance(verbose, (str, int, np.integer)) \
+            or verbose not in ("auto", 0, 1, 2):
+        raise InputValueError(f'verbose must be "auto", 0, 1 or 2. Received {verbose!r}.')
+
+
+# -------------------------------------------------------------------------------------------------
+# predict(outputs=...): which layers' outputs to return
+# -------------------------------------------------------------------------------------------------
+def wanted_outputs(graph, outputs, model_name: str) -> tuple[list, bool]:
+    """(TensorRefs, whether one was asked for alone) for predict's `outputs`: None (the model's
+    outputs), a layer name, `(name, node_index[, tensor_index])`, a TensorRef, or a list of
+    those. InputTypeError for anything else, InputValueError for a layer or call not there."""
+    if outputs is None:
+        return list(graph.output_refs), len(graph.output_refs) == 1
+    if isinstance(outputs, (str, TensorRef)) or _is_call(outputs):
+        return [_output_ref(graph, outputs, model_name)], True
+    if not isinstance(outputs, (list, tuple)):
+        raise InputTypeError(f"predict(outputs=...) takes a layer name, a (name, node_index) "
+                             f"tuple or a list of them; received {type(outputs).__name__} "
+                             f"{outputs!r}.")
+    return [_output_ref(graph, o, model_name) for o in outputs], False
+
+
+def _is_call(value) -> bool:
+    return (isinstance(value, tuple) and 1 <= len(value) <= 3 and isinstance(value[0], str)
+            and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool)
+                    for i in value[1:]))
+
+
+def _output_ref(graph, what, model_name: str) -> TensorRef:
+    if isinstance(what, TensorRef):
+        return what
+    if isinstance(what, str):
+        name, node_index, tensor_index = what, None, 0
+    elif _is_call(what):
+        name = what[0]
+        node_index = int(what[1]) if len(what) > 1 else None
+        tensor_index = int(what[2]) if len(what) > 2 else 0
+    else:
+        raise InputTypeError(f"predict(outputs=...): {what!r} is not a layer name nor a "
+                             "(name, node_index[, tensor_index]) tuple.")
+    if name not in graph.layers:
+        raise InputValueError(f"No such layer: {name!r} in model '{model_name}'. Existing layers "
+                              f"are: {list(graph.layers)}.")
+    nodes = graph.nodes_of(name)
+    if node_index is None:
+        if len(nodes) > 1:
+            raise InputValueError(f"Layer '{name}' is called {len(nodes)} times in model "
+                                  f"'{model_name}'; ask for (name, node_index) to choose a call.")
+        node_index = 0
+    node = next((n for n in nodes if n.index == node_index), None)
+    if node is None:
+        raise InputValueError(f"Layer '{name}' has no call number {node_index} in model "
+                              f"'{model_name}'.")
+    if not 0 <= tensor_index < max(1, len(node.output_shapes)):
+        raise InputValueError(f"Layer '{name}' has {len(node.output_shapes)} output(s); "
+                              f"tensor_index {tensor_index} does not exist.")
+    return node.output_ref(tensor_index)
 
 
 def fixed_batch_size(specs, batch_size, count: int, model_name: str):

@@ -19,6 +19,12 @@ result would not be exact:
   the other input exists before that convolution runs (`_add_into_producer`).
 Chains compose: conv -> BN -> ReLU becomes one convolution.
 
+Which layer can take which work over is the layer's declaration: the fusion protocol of
+kerasgl/layers/base.py (fuse_activation, fold_channel_affine, absorb_zero_padding,
+absorb_max_pool, absorb_add, fused_with_activation) and what a layer computes (as_pointwise,
+as_channel_affine, zero_padding, pooling, returns_its_input, adds_inputs), each declining by
+default.
+
 The graph keeps every node; a fused-away node is re-bound to `FusedAway`, which hands its input
 on as its output (a view: no dispatch, no copy), so names, shapes and summary rows stay as Keras
 has them. A fusion is made only when each intermediate value it changes is read by the next
@@ -32,23 +38,20 @@ mask arguments): masks are propagated node by node, and those graphs gain little
 """
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from .. import settings
 from ..errors import KerasGLError
-from ..layers import activations
-from ..layers.base import Layer
+from ..layers.base import MASK_FACTS, Layer
+from ..layers.input_layer import InputLayer
+from ..layers.op_nodes import OpNode, Symbolic
 from ..saving.spec import TensorRef
 from ..tensors.tensor import view
+from .arguments import map_refs, output_list, refs_in
+from .masks import makes_masks
 
-FUSION_ENV = "KERASGL_FUSION"
-_enabled = [os.environ.get(FUSION_ENV, "1") not in ("0", "false", "False", "no", "off")]
-
-ZERO_PADDING = ("ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D")
-MAX_POOLING_2D = ("MaxPooling2D", "MaxPool2D")
+FUSION_ENV = settings.SETTINGS["fusion"].name
 
 
 class FusedOutputError(KerasGLError, ValueError):
@@ -56,17 +59,14 @@ class FusedOutputError(KerasGLError, ValueError):
 
 
 def enabled() -> bool:
-    return _enabled[-1]
+    return settings.get("fusion")
 
 
 @contextmanager
 def disabled():
     """Models loaded inside run every layer as its own dispatch (every inner output readable)."""
-    _enabled.append(False)
-    try:
+    with settings.override(fusion=False):
         yield
-    finally:
-        _enabled.pop()
 
 
 # -------------------------------------------------------------------------------------------------
@@ -87,13 +87,23 @@ class Fusion:
 class FusedAway(Layer):
     """Stands in for a layer whose work another layer now does: its output is its input (a view),
     so the graph keeps the node (names, consumers, outputs) without a dispatch. A merge of several
-    inputs passes on the one at `source` (the host's output, which holds the merged value)."""
+    inputs passes on the one at `source` (the host's output, which holds the merged value).
+    Towards masks it is what its original says it is: no fusion runs where this graph makes
+    masks, but the mask state of a nested model's output still passes through it."""
 
     def __init__(self, original: Layer, host: str, source: int | None = None):
         super().__init__(original.spec, original.keras_major)
         self.original, self.host, self.source = original, host, source
         self.weights_np = []           # the original keeps them (and counts them)
         self.shaders = ()
+        for fact in MASK_FACTS:
+            setattr(self, fact, getattr(original, fact))
+
+    def masked_outputs(self) -> tuple:
+        return self.original.masked_outputs()
+
+    def refuses_mask(self, keras_major: int) -> bool:
+        return self.original.refuses_mask(keras_major)
 
     def compute_output_shape(self, input_shape):
         # What flows; a ZeroPadding's padded shape is the host's business.
@@ -137,20 +147,13 @@ def fuse_once(graph, input_shapes=None) -> None:
         return
     graph.fusion_done = True
     graph.fusions, graph.fusion_changed = [], {}
-    if not enabled() or _masks_flow(graph):
+    if not enabled() or makes_masks(graph):
         return
     _Fuser(graph, input_shapes).run()
 
 
-def _masks_flow(graph) -> bool:
-    from .masks import makes_mask
-    return any(makes_mask(layer) for layer in graph.layers.values()) or \
-        any("mask" in node.kwargs for node in graph.nodes)
-
-
 class _Fuser:
     def __init__(self, graph, input_shapes):
-        from .graph import refs_in
         self.graph = graph
         self.input_shapes = input_shapes
         self._ranks = None
@@ -165,18 +168,15 @@ class _Fuser:
         self.refs_in = refs_in
 
     def run(self) -> None:
-        from ..layers.op_nodes import BinaryOp
+        # Every layer is offered every fusion; those it does not declare decline.
         for node in list(self.graph.nodes):
             layer = node.layer
             if isinstance(layer, FusedAway) or self.calls.get(layer.name) != 1:
                 continue
-            if hasattr(layer, "absorb_zero_padding"):
-                self._absorb_padding(node)
-            if hasattr(layer, "fuse_activation") or hasattr(layer, "fold_channel_affine"):
-                self._chain(node, layer)
-            elif isinstance(layer, BinaryOp):
+            self._absorb_padding(node)
+            if not self._chain(node, layer):
                 self._chain_op_node(node, layer)
-            if layer.class_name == "Add" and not isinstance(node.layer, FusedAway):
+            if node.layer.adds_inputs:
                 self._add_into_producer(node)
 
     # -- conditions ---------------------------------------------------------------------------
@@ -209,40 +209,41 @@ class _Fuser:
         if len(node.refs) != 1:
             return
         pad_node = self.producer.get(node.refs[0])
-        if pad_node is None or pad_node.layer.class_name not in ZERO_PADDING \
-                or isinstance(pad_node.layer, FusedAway) or self.calls.get(pad_node.layer.name) != 1 \
-                or len(pad_node.refs) != 1 or self._sole_reader(pad_node.output_ref()) is not node:
+        pads = None if pad_node is None else pad_node.layer.zero_padding()
+        if pads is None or isinstance(pad_node.layer, FusedAway) \
+                or self.calls.get(pad_node.layer.name) != 1 or len(pad_node.refs) != 1 \
+                or self._sole_reader(pad_node.output_ref()) is not node:
             return
         pad = pad_node.layer
-        if getattr(pad, "channels_first", True) or not node.layer.absorb_zero_padding(pad.amounts):
+        if not node.layer.absorb_zero_padding(pads):
             return
         self._replace(pad_node, node.layer.name)
         self._record(node.layer.name, [pad.name], [pad_node.output_ref()])
 
     # -- producer -> BatchNormalization* -> pointwise activation ----------------------------------
-    def _chain(self, node, host) -> None:
+    def _chain(self, node, host) -> bool:
+        """Whether `host` took over any layer after it."""
         tail, absorbed, changed = node.output_ref(), [], []
         while True:
             reader = self._sole_reader(tail)
             if reader is None or self.calls.get(reader.layer.name) != 1:
                 break
             layer = reader.layer
-            if layer.class_name in MAX_POOLING_2D:
+            if layer.pooling() is not None:
                 # Last in a chain: nothing after a pooling folds into the convolution's epilogue.
-                if hasattr(host, "absorb_max_pool") and host.absorb_max_pool(layer):
+                if host.absorb_max_pool(layer):
                     changed.append(tail)
                     absorbed.append(layer.name)
                     self._replace(reader, host.name)
                 break
-            if layer.class_name == "BatchNormalization":
-                affine = self._bn_affine(layer, host, node)
-                if affine is None or not hasattr(host, "fold_channel_affine") \
-                        or not host.fold_channel_affine(*affine):
+            affine = layer.as_channel_affine()
+            if affine is not None:
+                affine = self._channel_affine(affine, host, node)
+                if affine is None or not host.fold_channel_affine(*affine):
                     break
             else:
                 pointwise = self._pointwise(reader)
-                if pointwise is None or not hasattr(host, "fuse_activation") \
-                        or not host.fuse_activation(pointwise):
+                if pointwise is None or not host.fuse_activation(pointwise):
                     break
             changed.append(tail)
             absorbed.append(layer.name)
@@ -250,17 +251,19 @@ class _Fuser:
             tail = reader.output_ref()
         if absorbed:
             self._record(host.name, absorbed, changed)
+        return bool(absorbed)
 
     def _chain_op_node(self, node, op_node) -> None:
         """keras.ops binary op node -> pointwise activation: the node becomes its fused variant."""
-        from ..layers.merging import BinaryOpWithActivation
         reader = self._sole_reader(node.output_ref())
         if reader is None or self.calls.get(reader.layer.name) != 1:
             return
         pointwise = self._pointwise(reader)
         if pointwise is None or pointwise.is_identity:
             return
-        fused = BinaryOpWithActivation(op_node, pointwise)
+        fused = op_node.fused_with_activation(pointwise)
+        if fused is None:
+            return
         node.layer = self.graph.layers[op_node.name] = fused
         self._replace(reader, op_node.name)
         self._record(op_node.name, [reader.layer.name], [node.output_ref()])
@@ -280,7 +283,6 @@ class _Fuser:
             other = node.refs[1 - source]
             host_node, passed = self._fused_producer(ref)
             if host_node is None or ref in self.outputs or self.consumers.get(ref) != [node] \
-                    or not hasattr(host_node.layer, "absorb_add") \
                     or self.calls.get(host_node.layer.name) != 1 or len(host_node.refs) != 1:
                 continue
             # The tensor holding `other`'s value: a folded BatchNormalization's output is its
@@ -310,7 +312,6 @@ class _Fuser:
         """(node, refs): the node whose dispatch computes `ref`, and the refs in between that only
         pass its value on: layers fused away into it (a folded BatchNormalization) and inference
         identities (Dropout) that alone read their input."""
-        from ..layers.regularization import InferenceIdentity
         node, passed = self.producer.get(ref), [ref]
         while node is not None and len(node.refs) == 1:
             layer, source = node.layer, node.refs[0]
@@ -319,7 +320,7 @@ class _Fuser:
                 if host is None or (not isinstance(host.layer, FusedAway)
                                     and host.layer.name != layer.host):
                     return None, []
-            elif not (isinstance(layer, InferenceIdentity) and source not in self.outputs
+            elif not (layer.returns_its_input and source not in self.outputs
                       and self.consumers.get(source) == [node]):
                 break
             node, passed = self.producer.get(source), passed + [source]
@@ -337,32 +338,18 @@ class _Fuser:
                 reader.layer.host = new_host
 
     # -- what a layer contributes ------------------------------------------------------------------
-    def _pointwise(self, node):
+    @staticmethod
+    def _pointwise(node):
         """The pointwise function a layer call computes, or None when it is not one (softmax,
         PReLU, anything with options kerasgl cannot fuse)."""
-        from ..layers.advanced_activations import _Pointwise
-        from ..layers.core import Activation
-        from ..layers.op_nodes import UnaryOp
-        layer = node.layer
-        if type(layer) is Activation:
-            return activations.pointwise(layer.activation, layer.keras_major, layer.name)
-        if isinstance(layer, _Pointwise) and type(layer).call is _Pointwise.call:
-            return activations.Pointwise(f"act_{layer.function}", tuple(layer.params))
-        if isinstance(layer, UnaryOp):
-            if layer.shaders != ("unary.comp",) or type(layer).run is not UnaryOp.run:
-                return None
-            try:
-                name, params = layer.function(layer.bind(node.args, node.kwargs))
-            except Exception:
-                return None
-            return activations.Pointwise(f"act_{name}", tuple(params))
-        return None
+        return node.layer.as_pointwise(node.args, node.kwargs)
 
-    def _bn_affine(self, bn, host, host_node):
-        """(scale, shift) per channel of an inference BatchNormalization whose axis is the last
-        axis of the host's output (the channels of a channels-last convolution, a Dense's units);
-        None otherwise."""
-        axes = bn.axis if isinstance(bn.axis, tuple) else (bn.axis,)
+    def _channel_affine(self, affine, host, host_node):
+        """(scale, shift) per channel of a per-channel affine layer (an inference
+        BatchNormalization: as_channel_affine) whose axis is the last axis of the host's output
+        (the channels of a channels-last convolution, a Dense's units); None otherwise."""
+        axis, inv, shift = affine
+        axes = axis if isinstance(axis, tuple) else (axis,)
         if len(axes) != 1:
             return None
         axis = axes[0]
@@ -372,12 +359,11 @@ class _Fuser:
                 return None
         elif axis != -1:
             return None
-        inv, shift = bn.affine()
         return inv.reshape(-1), shift.reshape(-1)
 
     def _output_rank(self, host, host_node):
-        if hasattr(host, "spatial_rank"):
-            return host.spatial_rank + 2
+        if host.output_rank() is not None:
+            return host.output_rank()
         if self._ranks is None:
             self._ranks = self._dry_shapes()
         shape = self._ranks.get(host_node.output_ref())
@@ -386,9 +372,6 @@ class _Fuser:
     def _dry_shapes(self) -> dict:
         """Best-effort shapes without building anything (for the rank of a Dense's output):
         unknown past a nested model or any layer that cannot say its shape unbuilt."""
-        from .graph import NestedModel, map_refs, output_list
-        from ..layers.input_layer import InputLayer
-        from ..layers.op_nodes import OpNode, Symbolic
         graph, shapes = self.graph, {}
         if self.input_shapes is not None:
             shapes.update({ref: tuple(s) for ref, s in zip(graph.input_refs, self.input_shapes)})
@@ -399,7 +382,7 @@ class _Fuser:
             try:
                 if isinstance(layer, InputLayer) and not node.refs:
                     outs = [tuple(layer.batch_shape)]
-                elif isinstance(layer, NestedModel) or any(r not in shapes for r in node.refs):
+                elif layer.nested_graph is not None or any(r not in shapes for r in node.refs):
                     continue
                 elif isinstance(layer, OpNode):
                     symbolic = lambda ref: Symbolic(shapes[ref])  # noqa: E731
@@ -407,7 +390,9 @@ class _Fuser:
                                                                map_refs(node.kwargs, symbolic)))
                 else:
                     positional = [map_refs(a, shapes.__getitem__) for a in node.args if self.refs_in(a)]
-                    outs = output_list(layer.compute_output_shape(*positional))
+                    options = {k: v for k, v in node.kwargs.items()
+                               if k in getattr(layer, "shape_keywords", ())}
+                    outs = output_list(layer.compute_output_shape(*positional, **options))
             except Exception:       # unknown here; the real inference reports real errors
                 continue
             for i, shape in enumerate(outs):

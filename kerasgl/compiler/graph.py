@@ -12,12 +12,17 @@ import inspect
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import fusion, masks as mask_rules
+from . import constants, fusion, masks as mask_rules
+from .layer_errors import about_layer
+from .arguments import format_shape, is_shape, map_refs, output_list, refs_in  # noqa: F401
 from ..errors import ModelFileError, ShapeError, UnsupportedLayerError
 from ..layers import LAYER_CLASSES
-from ..layers.base import Layer
+from ..layers import custom as custom_layers
+from ..layers.base import Layer, Weightless, declare_file_rules
 from ..layers.input_layer import InputLayer
+from ..layers.op_dtypes import dtype_of, typed
 from ..layers.op_nodes import OP_CLASSES, OpNode, Symbolic, is_op_module
+from ..plans.recorder import current_layer
 from ..saving.spec import LayerSpec, ModelSpec, TensorRef
 from ..tensors.tensor import Tensor, view
 
@@ -30,49 +35,10 @@ LAMBDA_EXPLANATION = (
     "code from a model file. Rewrite the function as built-in layers or keras.ops calls, or as a "
     "kerasgl layer class")
 TF_OP_EXPLANATION = (
-    "a TensorFlow operation recorded by tf.keras (TFOpLambda / SlicingOpLambda) needs TensorFlow "
+    "a TensorFlow slicing operation recorded by tf.keras (SlicingOpLambda) needs TensorFlow "
     "to run; rebuild the model with Keras layers or keras.ops")
-
-
-# -------------------------------------------------------------------------------------------------
-# Nested structures of call arguments
-# -------------------------------------------------------------------------------------------------
-def map_refs(value, fn):
-    """Replace every TensorRef leaf of a nested list / tuple / dict by fn(ref)."""
-    if isinstance(value, TensorRef):
-        return fn(value)
-    if isinstance(value, list):
-        return [map_refs(v, fn) for v in value]
-    if isinstance(value, tuple):
-        return tuple(map_refs(v, fn) for v in value)
-    if isinstance(value, dict):
-        return {k: map_refs(v, fn) for k, v in value.items()}
-    return value
-
-
-def refs_in(value) -> list[TensorRef]:
-    found = []
-    map_refs(value, lambda ref: found.append(ref) or ref)
-    return found
-
-
-def is_shape(value) -> bool:
-    return isinstance(value, (tuple, list)) and all(d is None or isinstance(d, int) for d in value)
-
-
-def output_list(shape_or_shapes) -> list[tuple]:
-    """compute_output_shape's result as a list of shapes (one per output tensor)."""
-    if is_shape(shape_or_shapes):
-        return [tuple(shape_or_shapes)]
-    if isinstance(shape_or_shapes, (list, tuple)) and all(is_shape(s) for s in shape_or_shapes):
-        return [tuple(s) for s in shape_or_shapes]
-    if isinstance(shape_or_shapes, dict):
-        return [tuple(s) for s in shape_or_shapes.values()]
-    raise TypeError(f"compute_output_shape returned {shape_or_shapes!r}, not a shape or shapes.")
-
-
-def format_shape(shape) -> str:
-    return "(" + ", ".join("None" if d is None else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+# Layers refused at load for the reasons above own no weights: a file giving them some is damaged.
+declare_file_rules(("Lambda", "SlicingOpLambda"), Weightless)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -182,9 +148,11 @@ class Graph:
         if not spec.inputs or not spec.outputs:
             raise ModelFileError(f"{spec.source}: functional model '{spec.name}' lists no inputs "
                                  "or no outputs.")
+        nodes = constants.lift(nodes, made, Node, spec.keras_major)   # arrays -> Constant nodes
         ordered = topological_order(nodes, spec)
         # keras.Model.layers lists layers, not the operations recorded on symbolic tensors.
-        listed = [layer for layer in made.values() if not isinstance(layer, OpNode)]
+        listed = [layer for layer in made.values()
+                  if not isinstance(layer, (OpNode, constants.Constant))]
         return cls(spec, made, ordered, list(spec.inputs), list(spec.outputs), listed)
 
     # -- what goes in and out ---------------------------------------------------------------------
@@ -202,7 +170,8 @@ class Graph:
 
     @property
     def output_specs(self) -> list[TensorSpec]:
-        return [TensorSpec(ref.layer, self.shapes.get(ref, ()), "float32") for ref in self.output_refs]
+        return [TensorSpec(ref.layer, self.shapes.get(ref, ()), dtype_of(self.shapes.get(ref)))
+                for ref in self.output_refs]
 
     def node(self, layer_name: str, index: int = 0) -> Node:
         return self._by_key[(layer_name, index)]
@@ -220,7 +189,9 @@ class Graph:
             raise ShapeError(f"Model '{self.name}' expects {len(self.input_refs)} input(s), "
                              f"received {len(input_shapes)}.")
         fusion.fuse_once(self, input_shapes)    # before any build: folding changes the weights
-        shapes = {ref: tuple(shape) for ref, shape in zip(self.input_refs, input_shapes)}
+        dtypes = [getattr(self.layers.get(ref.layer), "dtype", "float32") for ref in self.input_refs]
+        shapes = {ref: typed(shape, dtype)     # op nodes read the inputs' dtypes (op_dtypes.py)
+                  for ref, shape, dtype in zip(self.input_refs, input_shapes, dtypes)}
         for node in self.nodes:
             if node.output_ref() in shapes and not node.refs:
                 node.output_shapes = [shapes[node.output_ref()]]
@@ -273,7 +244,12 @@ class Graph:
                 kwargs = map_refs(node.kwargs, values.__getitem__)
                 if self.mask_plan is not None:
                     kwargs = self.mask_plan.prepare(node, kwargs, masks)
-                result = node.layer.call(*args, **kwargs)
+                # The layer running, for a recording plan's messages (plans/recorder.py).
+                outer, current_layer.name = current_layer.name, node.layer.name
+                try:
+                    result = node.layer.call(*args, **kwargs)
+                finally:
+                    current_layer.name = outer
                 outputs = list(result) if isinstance(result, (list, tuple)) else [result]
                 live = {id(t) for t in values.values()}
                 for i, tensor in enumerate(outputs):
@@ -336,7 +312,7 @@ def make_layer(spec: LayerSpec, keras_major: int, problems: list[str]) -> Layer 
     if spec.class_name == "Lambda":
         problems.append(f"{where}: {LAMBDA_EXPLANATION}.")
         return None
-    if spec.class_name in ("TFOpLambda", "SlicingOpLambda"):
+    if spec.class_name == "SlicingOpLambda":       # TFOpLambda: layers/tf_op_layers.py
         problems.append(f"{where}: {TF_OP_EXPLANATION}.")
         return None
     if spec.inner is not None:
@@ -347,17 +323,20 @@ def make_layer(spec: LayerSpec, keras_major: int, problems: list[str]) -> Layer 
             problems.append(f"{where}: the operation {spec.module}.{spec.class_name} is not supported.")
             return None
     else:
-        cls = LAYER_CLASSES.get(spec.class_name)
+        # The user's classes (load_model's custom_objects) come first, as in Keras.
+        cls = custom_layers.lookup(spec.class_name) or LAYER_CLASSES.get(spec.class_name)
         if cls is None:
             if spec.class_name in MODEL_CLASS_NAMES:
                 problems.append(f"{where}: a nested model without its configuration.")
             else:
-                problems.append(f"{where}: layer class {spec.class_name} is not supported.")
+                problems.append(f"{where}: layer class {spec.class_name} is not supported; "
+                                f"{custom_layers.unknown_class_advice(spec.class_name)}.")
             return None
     try:
         if cls is NestedModel:
             return NestedModel(spec, keras_major, problems)
-        return cls(spec, keras_major)
+        with about_layer(spec.name, spec.class_name, reading_config=True):
+            return cls(spec, keras_major)
     except UnsupportedLayerError as exc:
         problems.append(str(exc))
         return None
@@ -418,6 +397,11 @@ def topological_order(nodes: list[Node], spec: ModelSpec) -> list[Node]:
 
 def infer_node(node: Node, shapes: dict) -> list[tuple]:
     layer = node.layer
+    with about_layer(layer.name, getattr(layer, "class_name", type(layer).__name__)):
+        return _infer_node(node, layer, shapes)
+
+
+def _infer_node(node: Node, layer, shapes: dict) -> list[tuple]:
     if isinstance(layer, OpNode):
         symbolic = lambda ref: Symbolic(shapes[ref])  # noqa: E731
         layer.built = True
@@ -428,6 +412,15 @@ def infer_node(node: Node, shapes: dict) -> list[tuple]:
     # args=[q], kwargs={"value": v}): tensor keywords reach the layers that declare them.
     keyword = {key: map_refs(value, shapes.__getitem__) for key, value in node.kwargs.items()
                if refs_in(value) and _accepts_keyword(layer.compute_output_shape, key)}
+    # Plain call options a layer's shapes depend on (ReversibleEmbedding's reverse=), by its word.
+    keyword.update({key: value for key, value in node.kwargs.items()
+                    if key in getattr(layer, "shape_keywords", ())})
+    try:   # a call saved with tensors the layer does not take, or without one it needs
+        inspect.signature(layer.compute_output_shape).bind(*positional, **keyword)
+    except TypeError as exc:
+        raise ModelFileError(f"its call #{node.index} passes {len(positional)} tensor argument(s)"
+                             f"{' and ' + ', '.join(sorted(keyword)) if keyword else ''}, which "
+                             f"it does not take ({exc}).") from None
     if not layer.built:
         layer.build(*positional, **{k: v for k, v in keyword.items()
                                     if _accepts_keyword(layer.build, k)})
@@ -442,10 +435,18 @@ def _accepts_keyword(method, name: str) -> bool:
 
 class NestedModel(Layer):
     """A Sequential or Functional model used as a layer: its call runs its own graph."""
+    # Keras passes a model its input's mask (Functional.call has `mask`) and its layers use it;
+    # kerasgl does not carry masks into nested models: mask_behaviour stays undeclared, so a mask
+    # reaching one is refused at load (compiler/masks.py).
+    keras_call_takes_mask = True
 
     def __init__(self, spec: LayerSpec, keras_major: int, problems: list[str]):
         super().__init__(spec, keras_major)
         self.graph = Graph.from_spec(spec.inner, problems)
+
+    @property
+    def nested_graph(self):
+        return self.graph
 
     @property
     def shaders(self):

@@ -30,49 +30,24 @@ Keras 2 files (tf.keras) pass the mask of a call's first argument to layers that
 tf.keras's attention layers and Softmax treat masks differently from Keras 3 and are refused
 when a mask reaches them.
 
-A mask that reaches a layer whose result would depend on it, and that kerasgl does not implement
-with masks, is refused at load (UnsupportedLayerError): never a silent wrong answer.
+What each layer does with a mask is the layer class's declaration (kerasgl/layers/base.py:
+`mask_behaviour` and the facts next to it; e.g. an RNN "consumes" it and passes it on with its
+sequence output, a merge "computes" its own from its inputs', a convolution "drops" it); this
+module replays Keras's propagation over those declarations, and the layers compute the masks they
+make or combine (`compute_mask`). A mask that reaches a layer whose class declares nothing about
+masks, or whose result would depend on a mask kerasgl cannot reproduce, is refused at load
+(UnsupportedLayerError): never a silent wrong answer.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..tensors import ownership
 from ..errors import UnsupportedLayerError
-
-RECURRENT = {"SimpleRNN", "LSTM", "GRU", "RNN", "Bidirectional"}
-GLOBAL_AVERAGE_1D = {"GlobalAveragePooling1D", "GlobalAvgPool1D"}
-# Layers whose call takes `mask` and whose result uses it, implemented by kerasgl.
-USES_MASK = RECURRENT | GLOBAL_AVERAGE_1D | {"TimeDistributed"}
-# Layers called with mask=[query_mask, value_mask(, key_mask)] (Keras 3).
-LIST_MASK_ATTENTION = {"Attention", "AdditiveAttention"}
-MHA = "MultiHeadAttention"
-# supports_masking with the default compute_mask: values do not depend on the mask, which passes on.
-PASS_THROUGH = {
-    "InputLayer", "Dense", "Activation", "Dropout", "SpatialDropout1D",
-    "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise", "GaussianDropout", "AlphaDropout",
-    "ActivityRegularization", "ReLU", "LeakyReLU", "PReLU", "ELU", "ThresholdedReLU",
-    "BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization",
-    "Rescaling", "Normalization", "Identity", "TimeDistributed",
-}
-# Merges: the output mask is the OR of the input masks (None if any input has none).
-MERGES = {"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum"}
-# Layers that take a mask argument but ignore it at inference: a mask is not passed on to them.
-IGNORES_MASK_ARGUMENT = {"BatchNormalization", "Dropout", "Masking", "Embedding"}
-# Keras 3 layers whose call signature has `mask` (step 6 fills it in when it is not given).
-TAKES_MASK = USES_MASK | LIST_MASK_ATTENTION | {"Softmax", "BatchNormalization", "Lambda",
-                                                "Sequential", "Functional", "Model"}
-# Keras 3 layers whose inference call returns its input object itself: the output *is* the input
-# tensor, so it shares that tensor's mask (and MultiHeadAttention's erasing of it).
-RETURNS_ITS_INPUT = {"Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D",
-                     "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
-                     "Identity"}
-
-
-def makes_mask(layer) -> bool:
-    if layer.class_name == "Masking":
-        return True
-    return layer.class_name == "Embedding" and bool(layer.config.get("mask_zero"))
+from ..layers.op_nodes import OpNode
+from ..saving.spec import TensorRef
+from ..tensors import ownership
+from ..tensors.tensor import view
+from .arguments import refs_in
 
 
 # -------------------------------------------------------------------------------------------------
@@ -112,15 +87,15 @@ def _any_state(states):
     return next((s for s in states if s is not None), None)
 
 
-def _merge_state(states):
-    """Keras's Merge.compute_mask: None if any input has none, else the OR."""
+def _all_inputs_state(states):
+    """mask_from "all_inputs" (Keras's Merge.compute_mask): none if any input has none."""
     if not states or any(s is None for s in states):
         return None
     return next((s for s in states if isinstance(s, Unknown)), states[0])
 
 
-def _concatenate_state(states):
-    """Concatenate.compute_mask: None only when no input has a mask (missing ones count as ones)."""
+def _any_input_state(states):
+    """mask_from "any_input" (Concatenate.compute_mask): none only when no input has a mask."""
     if all(s is None for s in states):
         return None
     unknown = next((s for s in states if isinstance(s, Unknown)), None)
@@ -139,6 +114,16 @@ def _refuse_unknown(layer, state: Unknown) -> UnsupportedLayerError:
         f"Layer '{layer.name}' ({layer.class_name}) would use a mask: {state.why}.")
 
 
+def _takes_mask(layer) -> bool:
+    """Keras 3's call signature has `mask`, which step 6 fills in (see the module docstring)."""
+    return layer.keras_call_takes_mask or _called_with_mask(layer)
+
+
+def _called_with_mask(layer) -> bool:
+    """kerasgl's call receives `mask=` (one tensor, or one per tensor of its list)."""
+    return layer.mask_behaviour == "consumes" and layer.mask_argument in ("mask", "mask_list")
+
+
 # -------------------------------------------------------------------------------------------------
 # The plan: per call, which masks go in and which come out
 # -------------------------------------------------------------------------------------------------
@@ -149,7 +134,7 @@ class MaskCall:
     drop: tuple = ()                            # recorded kwargs the call does not get
     explicit: bool = False                      # the output mask comes from the recorded mask=
     previous: list = field(default_factory=list)  # TensorRef|None per tensor of the first argument
-    rule: str = "first"                         # made | first | merge | concatenate
+    rule: str = "first"                         # first | computed (the layer's compute_mask)
     outputs: list = field(default_factory=list)   # which outputs carry the mask
 
 
@@ -157,13 +142,12 @@ class MaskPlan:
     """Which calls of a graph receive a propagated mask, decided at load (after shape inference)."""
 
     def __init__(self, graph):
-        from ..layers.op_nodes import OpNode
         self.graph = graph
         self.keras3 = graph.spec.keras_major == 3
         self.calls: dict[tuple, MaskCall] = {}
         self.state: dict = {}                  # TensorRef -> Masked | Unknown (absent: no mask)
         self._objects: dict = {}               # TensorRef -> TensorRef of the same Keras tensor
-        self._erasers: dict = {}               # object -> [MultiHeadAttention nodes]
+        self._erasers: dict = {}               # object -> [nodes whose call erases its mask]
         self._ancestors = None
         if self.keras3:
             self._find_erasers(graph)
@@ -180,18 +164,15 @@ class MaskPlan:
 
     # -- Keras 3 ----------------------------------------------------------------------------------
     def _find_erasers(self, graph):
-        """The Keras tensors each MultiHeadAttention call erases the mask of (query, value and
-        key), seeing through layers that return their input object."""
-        from .graph import refs_in
+        """The Keras tensors each erasing call (MultiHeadAttention) erases the mask of, seeing
+        through layers that return their input object."""
         for node in graph.nodes:
-            name = node.layer.class_name
-            first = refs_in(_first_argument(node))
-            if name in RETURNS_ITS_INPUT or (name == "Activation" and
-                                             node.layer.config.get("activation") == "linear"):
-                if len(first) == 1:
-                    self._objects[node.output_ref()] = self._object(first[0])
-            if name == MHA:
-                for ref in self._mha_arguments(node).values():
+            layer = node.layer
+            first = refs_in(first_argument(node))
+            if layer.returns_its_input and len(first) == 1:
+                self._objects[node.output_ref()] = self._object(first[0])
+            if layer.erases_input_masks:
+                for ref in self._bound_arguments(node).values():
                     if ref is not None:
                         self._erasers.setdefault(self._object(ref), []).append(node)
 
@@ -199,15 +180,16 @@ class MaskPlan:
         return self._objects.get(ref, ref)
 
     @staticmethod
-    def _mha_arguments(node) -> dict:
-        """query / value / key TensorRefs of a MultiHeadAttention call (key None when not given)."""
-        from ..saving.spec import TensorRef
-        bound = dict(zip(("query", "value", "key"), node.args))
-        for name in ("query", "value", "key"):
+    def _bound_arguments(node) -> dict:
+        """The TensorRef of each of the layer's tensor_arguments (query / value / key) in a call,
+        by position or by keyword (None when not given)."""
+        names = node.layer.tensor_arguments
+        bound = dict(zip(names, node.args))
+        for name in names:
             if name in node.kwargs:
                 bound[name] = node.kwargs[name]
         return {name: bound.get(name) if isinstance(bound.get(name), TensorRef) else None
-                for name in ("query", "value", "key")}
+                for name in names}
 
     def _is_ancestor(self, a_key, b_key) -> bool:
         if self._ancestors is None:
@@ -238,93 +220,98 @@ class MaskPlan:
         return unknown or state
 
     def _plan_keras3(self, node) -> MaskCall | None:
-        from .graph import refs_in
-        layer, name = node.layer, node.layer.class_name
+        layer = node.layer
         call = MaskCall()
-        first_refs = refs_in(_first_argument(node))
+        first_refs = refs_in(first_argument(node))
         self._first_ref = first_refs[0] if first_refs else None
         recorded = node.kwargs.get("mask")
         if recorded is not None and refs_in(recorded):
             self._check_recorded(layer, recorded)
             call.explicit = True
-            if name not in USES_MASK | LIST_MASK_ATTENTION | {"Softmax"}:
+            if not _called_with_mask(layer):
                 call.drop = ("mask",)
         uses = []                               # (state, how the layer uses it) to check
-        if name == MHA:
-            arguments = self._mha_arguments(node)
-            query_state = self._visible(node, arguments["query"])
-            # MultiHeadAttention.call reads the query's mask itself: a recorded query_mask is
-            # replaced by it.
-            call.drop = ("query_mask",) if "query_mask" in node.kwargs else ()
-            if query_state is not None:
-                call.add["query_mask"] = arguments["query"]
-                uses.append(query_state)
-            for part in ("value", "key"):
-                ref = arguments[part]
-                if f"{part}_mask" in node.kwargs or ref is None:
-                    continue
-                state = self._visible(node, ref)
-                if state is not None:
-                    call.add[f"{part}_mask"] = ref
-                    uses.append(state)
-            call.previous = [arguments["query"] if query_state is not None else None]
-            out_state = query_state
+        if layer.mask_behaviour == "consumes" and layer.mask_argument == "per_argument":
+            out_state = self._plan_per_argument(node, call, uses)
         else:
             visible = [self._visible(node, ref) for ref in first_refs]
             call.previous = [ref if state is not None else None
                              for ref, state in zip(first_refs, visible)]
             tensor_args = [a for a in node.args if refs_in(a)] + \
                           [v for k, v in node.kwargs.items() if refs_in(v)]
-            if not call.explicit and name in TAKES_MASK and len(tensor_args) == 1 \
+            if not call.explicit and _takes_mask(layer) and len(tensor_args) == 1 \
                     and any(s is not None for s in visible):
                 uses.extend(s for s in visible if s is not None)
-                _check_time_distributed(layer, _any_state(visible).source, TAKES_MASK)
-                if name in LIST_MASK_ATTENTION:
+                source = _any_state(visible).source
+                if layer.refuses_mask(3) or layer.mask_behaviour is None:
+                    raise _refuse(layer, source)
+                if layer.mask_argument == "mask_list" and _called_with_mask(layer):
                     call.add["mask"] = list(call.previous)
-                elif name in USES_MASK | {"Softmax"}:
+                elif _called_with_mask(layer):
                     call.add["mask"] = next(r for r in call.previous if r is not None)
-                elif name not in IGNORES_MASK_ARGUMENT:
-                    raise _refuse(layer, _any_state(visible).source)
+                # else: the call takes the mask and ignores it (BatchNormalization)
             out_state = self._output_state(layer, call, visible, recorded)
         for state in uses:
             if isinstance(state, Unknown):
                 raise _refuse_unknown(layer, state)
-        if name == "Softmax" and (call.explicit or "mask" in call.add):
+        if layer.mask_argument == "mask" and (call.explicit or "mask" in call.add):
             mask_shape = self.graph.shapes.get(refs_in(recorded)[0]) if call.explicit \
                 else self.state[call.add["mask"]].shape
-            _check_softmax_mask(layer, mask_shape, self.graph.shapes.get(self._first_ref))
+            layer.check_mask_shape(mask_shape, self.graph.shapes.get(self._first_ref))
         self._set_outputs(node, call, out_state)
         return call
 
+    def _plan_per_argument(self, node, call: MaskCall, uses: list):
+        """Keras 3's `<argument>_mask` keywords (MultiHeadAttention's query_mask / value_mask /
+        key_mask): each tensor argument's visible mask, unless the file records that keyword.
+        The first argument's is the one the call reads itself (MultiHeadAttention.call takes the
+        query's mask off the tensor): a recorded one is replaced by it. Returns the state of the
+        output's mask: the first argument's."""
+        arguments = self._bound_arguments(node)
+        first, *others = node.layer.tensor_arguments
+        first_state = self._visible(node, arguments[first])
+        call.drop = (f"{first}_mask",) if f"{first}_mask" in node.kwargs else ()
+        if first_state is not None:
+            call.add[f"{first}_mask"] = arguments[first]
+            uses.append(first_state)
+        for part in others:
+            ref = arguments[part]
+            if f"{part}_mask" in node.kwargs or ref is None:
+                continue
+            state = self._visible(node, ref)
+            if state is not None:
+                call.add[f"{part}_mask"] = ref
+                uses.append(state)
+        call.previous = [arguments[first] if first_state is not None else None]
+        return first_state
+
     def _check_recorded(self, layer, recorded) -> None:
         """A recorded mask= must be one kerasgl honours."""
-        from .graph import refs_in
-        name = layer.class_name
-        if name in LIST_MASK_ATTENTION:
+        if layer.mask_behaviour == "consumes" and layer.mask_argument == "mask_list":
             if isinstance(recorded, (list, tuple)) and 2 <= len(recorded) <= 3:
                 return
-        elif name in IGNORES_MASK_ARGUMENT or name in PASS_THROUGH - USES_MASK:
+        elif layer.ignores_mask_argument or layer.mask_behaviour == "pass_through":
             return
-        elif name in USES_MASK | {"Softmax"} and len(refs_in(recorded)) == 1:
-            _check_time_distributed(layer, refs_in(recorded)[0].layer, TAKES_MASK)
+        elif _called_with_mask(layer) and len(refs_in(recorded)) == 1:
+            if layer.refuses_mask(3):
+                raise _refuse(layer, refs_in(recorded)[0].layer)
             return
         raise UnsupportedLayerError(
-            f"Layer '{layer.name}' ({name}): is called with a mask (from "
+            f"Layer '{layer.name}' ({layer.class_name}): is called with a mask (from "
             f"'{refs_in(recorded)[0].layer}') that would change its result; kerasgl does not "
             "support masks for this layer.")
 
     def _output_state(self, layer, call: MaskCall, visible: list, recorded=None):
-        """Keras's compute_mask, on what is known at load; sets call.rule."""
-        name = layer.class_name
-        if makes_mask(layer):
-            call.rule = "made"
+        """Keras's compute_mask, on what is known at load; sets call.rule. Which of the outputs
+        carry it is the layer's masked_outputs()."""
+        if layer.makes_mask:
+            call.rule = "computed"
             shape = self.graph.shapes.get(self._first_ref)
-            if shape is not None and layer.class_name == "Masking":
-                shape = shape[:-1]
-            return Masked(layer.name, tuple(shape) if shape is not None else None)
+            if shape is not None:
+                shape = tuple(layer.mask_shape(shape))
+            return Masked(layer.name, shape)
         if call.explicit:
             # The recorded mask (for attention, its first entry: the query's) is the output's.
-            from .graph import refs_in
             first = recorded[0] if isinstance(recorded, (list, tuple)) else recorded
             refs = refs_in(first)
             previous = [Masked(layer.name, self.graph.shapes.get(refs[0])) if refs else None]
@@ -332,33 +319,26 @@ class MaskPlan:
             previous = visible
         if not any(s is not None for s in previous):
             return None
-        if name in MERGES:
-            call.rule = "merge"
-            return _merge_state(previous)
-        if name == "Concatenate":
-            call.rule = "concatenate"
-            return _concatenate_state(previous)
-        if name in LIST_MASK_ATTENTION or name in PASS_THROUGH or name == "Softmax":
-            return previous[0]
-        if name in RECURRENT:
-            inner = (layer.config.get("layer") or {}).get("config", {})
-            sequences = bool(layer.config.get("return_sequences", inner.get("return_sequences")))
-            return previous[0] if sequences else None
-        if not call.explicit and _reads_mask(layer) and name not in USES_MASK:
+        behaviour = layer.mask_behaviour
+        if behaviour is None:
             raise _refuse(layer, _any_state(previous).source)
+        if behaviour == "computes":
+            call.rule = "computed"
+            return _any_input_state(previous) if layer.mask_from == "any_input" \
+                else _all_inputs_state(previous)
+        if behaviour in ("pass_through", "consumes"):
+            return previous[0]
         return None                              # the layer drops the mask
 
     def _set_outputs(self, node, call: MaskCall, out_state) -> None:
         layer = node.layer
         count = max(1, len(node.output_shapes))
-        call.outputs = [out_state is not None] + [False] * (count - 1)
-        if layer.class_name == "Bidirectional" and out_state is not None and \
-                layer.config.get("merge_mode", "concat") is None:
-            call.outputs[1] = True
+        carried = layer.masked_outputs() if out_state is not None else ()
+        call.outputs = [i in carried for i in range(count)]
         for i, flag in enumerate(call.outputs):
             if flag:
                 self.state[node.output_ref(i)] = out_state
-        inner = getattr(layer, "graph", None)
+        inner = layer.nested_graph
         if inner is not None:
             # A nested model's outputs keep the masks its layers set on them (Keras passes them
             # on, at run time); kerasgl does not carry them out: a layer that would use one is
@@ -370,22 +350,22 @@ class MaskPlan:
 
     # -- Keras 2 (tf.keras): the mask of the first argument -----------------------------------
     def _plan_keras2(self, node) -> MaskCall | None:
-        from .graph import refs_in
-        layer, name = node.layer, node.layer.class_name
-        first_refs = refs_in(_first_argument(node))
+        layer = node.layer
+        first_refs = refs_in(first_argument(node))
         self._first_ref = first_refs[0] if first_refs else None
         incoming = [self.state.get(ref) for ref in first_refs]
         call = MaskCall(previous=[ref if s is not None else None
                                   for ref, s in zip(first_refs, incoming)])
         if any(s is not None for s in incoming):
             source = _any_state(incoming).source
-            if name in USES_MASK:
-                _check_time_distributed(layer, source, USES_MASK)
+            if layer.mask_behaviour == "consumes" and not layer.keras2_mask_refused:
+                if layer.refuses_mask(2):
+                    raise _refuse(layer, source)
                 unknown = next((s for s in incoming if isinstance(s, Unknown)), None)
                 if unknown is not None:
                     raise _refuse_unknown(layer, unknown)
                 call.add["mask"] = next(r for r in call.previous if r is not None)
-            elif name not in PASS_THROUGH | MERGES | {"Concatenate"} and _reads_mask(layer):
+            elif layer.mask_behaviour in ("consumes", None):
                 raise _refuse(layer, source)
         out_state = self._output_state(layer, call, incoming)
         self._set_outputs(node, call, out_state)
@@ -419,25 +399,17 @@ class MaskPlan:
         call = self.calls.get(node.key)
         if call is None or not any(call.outputs):
             return
-        layer = node.layer
         recorded = masks.pop(("recorded", node.key), None)
-        if call.rule == "made":
-            if layer.class_name == "Masking":
-                mask = layer.compute_mask(args[0])
-            else:
-                from ..ops.masking import not_equal
-                mask = not_equal(args[0], 0)
+        previous = [masks.get(ref) if ref is not None else None for ref in call.previous]
+        if call.rule == "computed":
+            if recorded is not None:
+                recorded.dispose()              # a layer making its own mask ignores it
+            mask = node.layer.compute_mask(args[0], previous)
         elif recorded is not None:
             mask = recorded
         else:
-            previous = [masks.get(ref) if ref is not None else None for ref in call.previous]
-            if call.rule == "merge":
-                mask = _combine("maximum", previous)
-            elif call.rule == "concatenate":
-                mask = _concatenate_masks(layer, args[0], previous)
-            else:
-                first = next((m for m in previous if m is not None), None)
-                mask = _copy(first) if first is not None else None
+            first = next((m for m in previous if m is not None), None)
+            mask = _copy(first) if first is not None else None
         if mask is None:
             return
         wanted = [node.output_ref(i) for i, flag in enumerate(call.outputs[:len(outputs)]) if flag]
@@ -454,95 +426,24 @@ def prepare_graph(graph) -> None:
     graph.mask_plan = plan if plan else None
 
 
-def _check_time_distributed(layer, source: str, mask_takers: set) -> None:
-    """TimeDistributed hands its inner layer the mask of each step when that layer takes one;
-    kerasgl's TimeDistributed does not."""
-    inner = (layer.config.get("layer") or {}).get("class_name")
-    if layer.class_name == "TimeDistributed" and inner in mask_takers - IGNORES_MASK_ARGUMENT:
-        raise _refuse(layer, source)
+def makes_masks(graph) -> bool:
+    """Whether masks flow in `graph` itself: a layer makes one, or a call is given one."""
+    return any(layer.makes_mask for layer in graph.layers.values()) or \
+        any("mask" in node.kwargs for node in graph.nodes)
 
 
-def _check_softmax_mask(layer, mask_shape, input_shape) -> None:
-    """Keras's Softmax.call check, at load: the mask must broadcast to the inputs (dims that are
-    None are not compared). Keras raises too, when the model runs."""
-    if mask_shape is None or input_shape is None:
-        return
-    fits = len(mask_shape) <= len(input_shape) and all(
-        m is None or i is None or m in (1, i)
-        for m, i in zip(reversed(mask_shape), reversed(input_shape)))
-    if not fits:
-        raise UnsupportedLayerError(
-            f"Layer '{layer.name}' (Softmax): is called with a mask of shape "
-            f"{_format(mask_shape)} that does not broadcast to its input shape "
-            f"{_format(input_shape)}; Keras 3 raises when it runs this model too.")
-
-
-def _format(shape) -> str:
-    return "(" + ", ".join("None" if d is None else str(d) for d in shape) + ")"
-
-
-def _first_argument(node):
+def first_argument(node):
     """What Keras calls the call's first argument: the first positional one, or, for a call made
     by keywords only (Keras 3 then saves every tensor as a keyword), the first keyword's."""
-    from .graph import refs_in
     if node.args:
         return node.args[0]
     return next((v for k, v in node.kwargs.items() if refs_in(v) and not k.endswith("mask")), None)
 
 
-def _reads_mask(layer) -> bool:
-    """Layers whose result would depend on a mask they receive (kerasgl does not implement them
-    with masks unless listed above); the others drop it (Keras: supports_masking False)."""
-    name = layer.class_name
-    return name in USES_MASK or name in {
-        "Softmax", "MultiHeadAttention", "Attention", "AdditiveAttention",
-        "GroupedQueryAttention", "Lambda", "Sequential", "Functional", "Model"} or \
-        name.endswith("Attention")
-
-
 def _copy(mask):
-    from ..tensors.tensor import view
     return view(mask, mask.shape)
-
-
-def _combine(op: str, masks):
-    from ..ops import elementwise
-    if any(m is None for m in masks):
-        return None
-    out = _copy(masks[0])
-    for m in masks[1:]:
-        combined = elementwise.binary(op, out, m)
-        out.dispose()
-        out = combined
-    return out
-
-
-def _concatenate_masks(layer, inputs, masks):
-    """Keras's Concatenate.compute_mask for (batch, time) masks of rank-3 inputs: along the last
-    axis, the OR of the masks (an unmasked input counts as all ones); along time, the masks
-    joined."""
-    from ..ops import creation, merge
-    inputs = list(inputs)
-    rank = inputs[0].ndim
-    axis = layer.config.get("axis", -1)
-    axis = axis + rank if axis < 0 else axis
-    filled = [m if m is not None else creation.fill(t.shape[:2], 1.0) for t, m in zip(inputs, masks)]
-    try:
-        if axis == rank - 1 and rank > 2:
-            if any(m is None for m in masks):
-                return creation.fill(inputs[0].shape[:2], 1.0)
-            return _combine("maximum", filled)
-        if axis == 1:
-            return merge.concatenate(filled, axis=1)
-        raise UnsupportedLayerError(f"Layer '{layer.name}' (Concatenate): masks of inputs joined "
-                                    f"along axis {layer.config.get('axis')} are not supported.")
-    finally:
-        for m, original in zip(filled, masks):
-            if original is None:
-                m.dispose()
 
 
 def release(masks: dict) -> None:
     ownership.dispose(list(masks.values()))
     masks.clear()
-

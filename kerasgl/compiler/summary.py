@@ -1,8 +1,10 @@
 """model.summary(): Keras's table (layer, output shape, parameters) plus the shaders each layer runs."""
 from __future__ import annotations
 
+from .arguments import format_shape
+from . import text_table
 from .fusion import FusedAway, fusions_of
-from .graph import Graph, NestedModel, format_shape
+from .graph import Graph, NestedModel
 
 COLUMNS = ("Layer (type)", "Output Shape", "Param #", "Connected to", "Shaders")
 
@@ -11,9 +13,10 @@ def _keras_shape(graph: Graph, ref):
     """The shape Keras gives a tensor: what flows, except out of a layer that took over the next
     one's work (a convolution with a pooling fused in reports its own, unpooled output)."""
     for node in graph.nodes:
-        if node.output_ref() == ref and hasattr(node.layer, "unfused_output_shape") \
-                and node.refs and node.refs[0] in graph.shapes:
-            return tuple(node.layer.unfused_output_shape(graph.shapes[node.refs[0]]))
+        if node.output_ref() == ref and node.refs and node.refs[0] in graph.shapes:
+            shape = node.layer.unfused_output_shape(graph.shapes[node.refs[0]])
+            if shape is not None:
+                return tuple(shape)
     return graph.shapes[ref]
 
 
@@ -58,17 +61,18 @@ def _summary_layers(graph: Graph) -> list:
 
 def _rows(graph: Graph, layers, expand_nested: bool, functional: bool, depth: int = 0):
     indent = "  " * depth + ("└ " if depth else "")
-    # Load-time fusions (fusion.py): "conv1 (Conv2D) (+bn1, +relu1)"; the layers fused away run
-    # no shader of their own.
+    # Load-time fusions (fusion.py): the host's row gets a note under it ("+ fused in: bn1,
+    # relu1"); the layers fused away run no shader of their own. Each row is its five cells and
+    # its note (or "").
     absorbed = {f.host: f.absorbed for f in fusions_of(graph)}
     host_of = {name: f.host for f in fusions_of(graph) for name in f.absorbed}
     for layer in layers:
-        fused = f" (+{', +'.join(absorbed[layer.name])})" if layer.name in absorbed else ""
+        note = f"+ fused in: {', '.join(absorbed[layer.name])}" if layer.name in absorbed else ""
         shaders = (f"fused into {host_of[layer.name]}" if layer.name in host_of else
                    ", ".join(s.removesuffix(".comp") for s in layer.shaders) or "-")
-        yield (f"{indent}{layer.name} ({layer.class_name}){fused}", _shapes_text(graph, layer),
+        yield (f"{indent}{layer.name} ({layer.class_name})", _shapes_text(graph, layer),
                f"{layer.param_count:,}", _connected_text(graph, layer) if functional else "",
-               shaders)
+               shaders, note)
         if expand_nested and isinstance(layer, NestedModel):
             inner = layer.graph
             yield from _rows(inner, _summary_layers(inner), True, inner.kind != "Sequential", depth + 1)
@@ -93,32 +97,37 @@ def weight_bytes_on_gpu(graph: Graph) -> int:
 
 
 def format_summary(model, expand_nested: bool = False, line_length: int | None = None) -> str:
-    graph: Graph = model._graph
+    graph: Graph = model.graph
     functional = graph.kind != "Sequential"
     columns = COLUMNS if functional else tuple(c for c in COLUMNS if c != "Connected to")
-    rows = []
+    rows, notes = [], []
     for row in _rows(graph, _summary_layers(graph), expand_nested, functional):
-        rows.append(row if functional else row[:3] + row[4:])
-    widths = [max(len(columns[i]), *(len(r[i]) for r in rows)) if rows else len(columns[i])
-              for i in range(len(columns))]
+        rows.append(row[:5] if functional else row[:3] + row[4:5])
+        notes.append(row[5])
+    # The table fits `line_length`, else the terminal (text_table.py): cells wrap where needed.
+    target = line_length or text_table.terminal_width()
+    floors = [_COLUMN_FLOORS[c] for c in columns]
     numeric = columns.index("Param #")
-
-    def line(cells):
-        parts = [c.rjust(w) if i == numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
-        return "  ".join(parts).rstrip()
-
-    width = line_length or sum(widths) + 2 * (len(widths) - 1)
+    shape = columns.index("Output Shape")
+    table, width = text_table.render(columns, rows, notes, target, floors, keep_whole=(shape, numeric),
+                                     right_aligned=(numeric,))
     total = model.count_params()
     weights = weight_bytes_on_gpu(graph)
-    out = [f'Model: "{model.name}" ({graph.kind}, Keras {model.keras_major} file {model.source})',
-           "_" * width, line(columns), "=" * width]
-    out += [line(r) for r in rows]
+    out = text_table.wrap_text(f'Model: "{model.name}" ({graph.kind}, Keras {model.keras_major} '
+                               f"file {model.source})", max(width, target))
+    out += ["_" * width] + table
     out += ["=" * width,
             f"Total params: {total:,} ({_human_bytes(total * 4)})",
             f"Weights on the GPU: {_human_bytes(weights)} (after packing and folding at load)"]
-    out += plan_lines(model)
+    out += [piece for line in plan_lines(model)
+            for piece in text_table.wrap_text(line, max(width, target))]
     out += ["_" * width]
     return "\n".join(out)
+
+
+# The narrowest each column becomes before the table stays wider than the terminal.
+_COLUMN_FLOORS = {"Layer (type)": 22, "Output Shape": 14, "Param #": 7, "Connected to": 14,
+                  "Shaders": 12}
 
 
 

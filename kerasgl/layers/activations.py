@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UnsupportedLayerError
+from ..ops import elementwise, softmax
+from ..tensors.tensor import view
 
 # Keras name -> (GLSL function in activations.glsl, parameters act_p0..)
 _POINTWISE = {
@@ -100,8 +102,6 @@ def pointwise(value, keras_major: int, where: str = "") -> Pointwise | None:
 def apply(x, value, keras_major: int, where: str = "", axis=-1):
     """A new tensor: the activation `value` (a config value) applied to x. softmax and log_softmax
     run over `axis`; the identity returns a view (no copy, no dispatch). x is not disposed."""
-    from ..ops import elementwise, softmax
-    from ..tensors.tensor import view
     name = activation_name(value)
     fn = pointwise(value, keras_major, where)
     if fn is None:

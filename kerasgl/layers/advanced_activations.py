@@ -3,16 +3,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import ShapeError, UnsupportedLayerError
 from ..ops import elementwise, masking, normalization, softmax
+from .activations import Pointwise
+from . import config_values
 from .base import Layer, register
 
 
 class _Pointwise(Layer):
-    """A layer that is one function of activations.glsl with fixed parameters."""
+    """A layer that is one function of activations.glsl with fixed parameters. A subclass whose
+    call computes anything else must say so in as_pointwise (None), or fusion runs the function
+    alone in its producer's epilogue."""
     shaders = ("unary.comp",)
+    mask_behaviour = "pass_through"
+    weight_arrays = 0
     function = "linear"
     params: tuple = ()
+
+    def as_pointwise(self, args, kwargs):
+        return Pointwise(f"act_{self.function}", tuple(self.params))
 
     def call(self, inputs, **kwargs):
         return elementwise.unary(self.function, inputs, *self.params)
@@ -22,11 +31,15 @@ class _Pointwise(Layer):
 class ReLU(_Pointwise):
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        max_value = self.option("max_value")
-        slope = float(self.option("negative_slope", 0.0) or 0.0)
-        threshold = float(self.option("threshold", 0.0) or 0.0)
-        if max_value is not None and float(max_value) < 0:
-            raise self.shape_error(f"max_value must be >= 0. Received {max_value}.")
+        # Keras refuses negative values (and, in Keras 3, a null slope or threshold); NaN and inf
+        # it takes and computes with (shaders/activations.glsl act_relu_full follows it).
+        max_value = config_values.optional_number(self, "max_value", minimum=0.0)
+        if keras_major == 2:
+            slope = config_values.optional_number(self, "negative_slope", minimum=0.0) or 0.0
+            threshold = config_values.optional_number(self, "threshold", minimum=0.0) or 0.0
+        else:
+            slope = config_values.number(self, "negative_slope", 0.0, minimum=0.0)
+            threshold = config_values.number(self, "threshold", 0.0, minimum=0.0)
         if max_value is None and slope == 0.0 and threshold == 0.0:
             self.function = "relu"
         else:
@@ -38,11 +51,22 @@ class ReLU(_Pointwise):
 class LeakyReLU(_Pointwise):
     function = "leaky_relu"
 
+    @classmethod
+    def normalize_keras2_config(cls, config):
+        if "negative_slope" not in config and "alpha" in config:
+            config["negative_slope"] = config.pop("alpha")      # Keras 2's name
+        return config
+
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        # Keras 3 calls it negative_slope, Keras 2 alpha; both default to 0.3 in the layer.
-        slope = self.option("negative_slope", self.option("alpha", 0.3))
-        self.params = (float(0.3 if slope is None else slope),)
+        # Keras 3 calls it negative_slope, Keras 2 alpha (normalize_keras2_config renames it);
+        # both default to 0.3. Keras 3 refuses a null or negative slope.
+        if keras_major == 2:
+            slope = config_values.optional_number(self, "negative_slope")
+            slope = 0.3 if slope is None else slope
+        else:
+            slope = config_values.number(self, "negative_slope", 0.3, minimum=0.0)
+        self.params = (slope,)
 
 
 class _OneParameter(_Pointwise):
@@ -51,7 +75,7 @@ class _OneParameter(_Pointwise):
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.params = (float(self.option(self.parameter, 1.0)),)
+        self.params = (config_values.number(self, self.parameter, 1.0),)
 
 
 @register("ELU")
@@ -68,11 +92,13 @@ class ThresholdedReLU(_OneParameter):
 @register("Softmax")
 class Softmax(Layer):
     shaders = ("softmax.comp",)
+    mask_behaviour = "consumes"       # Keras 3: masked logits -1e9, then masked outputs 0
+    keras2_mask_refused = True        # tf.keras's Softmax adds the mask instead
+    weight_arrays = 0
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        axis = self.option("axis", -1)
-        self.axis = tuple(int(a) for a in axis) if isinstance(axis, (list, tuple)) else int(axis)
+        self.axis = config_values.axes(self, "axis", -1)
 
     def compute_output_shape(self, input_shape):
         rank = len(input_shape)
@@ -81,8 +107,22 @@ class Softmax(Layer):
                 raise self.shape_error(f"axis {a} is out of range for input shape {tuple(input_shape)}.")
         return input_shape
 
+    def check_mask_shape(self, mask_shape, input_shape) -> None:
+        """Keras's Softmax.call check, at load: the mask must broadcast to the inputs (dims that
+        are None are not compared). Keras raises too, when the model runs."""
+        if mask_shape is None or input_shape is None:
+            return
+        fits = len(mask_shape) <= len(input_shape) and all(
+            m is None or i is None or m in (1, i)
+            for m, i in zip(reversed(mask_shape), reversed(input_shape)))
+        if not fits:
+            raise UnsupportedLayerError(
+                f"Layer '{self.name}' (Softmax): is called with a mask of shape "
+                f"{_format(mask_shape)} that does not broadcast to its input shape "
+                f"{_format(input_shape)}; Keras 3 raises when it runs this model too.")
+
     def call(self, inputs, mask=None, **kwargs):
-        """With a mask (Keras 3 passes one on, masks.py): masked logits -1e9, then masked
+        """With a mask (Keras 3 passes one on, compiler/masks.py): masked logits -1e9, then masked
         outputs 0, as Keras 3's Softmax.call."""
         if mask is None:
             return softmax.softmax(inputs, self.axis)
@@ -97,6 +137,8 @@ class PReLU(Layer):
     """max(x, 0) - alpha * max(-x, 0); alpha has the input's shape without the batch axis, with 1
     along shared_axes (broadcast once, at build, to the full shape)."""
     shaders = ("channel_affine.comp",)
+    mask_behaviour = "pass_through"
+    weight_arrays = 1
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
@@ -124,3 +166,7 @@ class PReLU(Layer):
         if inputs.ndim == 1:
             return normalization.prelu(inputs, self.alpha, axis=0, span=1)
         return normalization.prelu(inputs, self.alpha, axis=1, span=inputs.ndim - 1)
+
+
+def _format(shape) -> str:
+    return "(" + ", ".join("None" if d is None else str(d) for d in shape) + ")"

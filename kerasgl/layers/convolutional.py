@@ -5,41 +5,46 @@ Kernels are packed for the shaders once, in build(); call() only dispatches. 1D 
 over one row. Pointwise activations are fused into the convolution; softmax runs after it (on the
 layer's real output layout, so channels_first softmax sees the axis Keras's does).
 
-Graph fusions (for the model to call before build, when this layer's output feeds only the next
-layer): `fold_channel_affine(scale, shift)` folds a following per-output-channel affine map (an
-inference BatchNormalization) into kernel and bias, `fuse_activation(pointwise)` adopts a following
-pointwise activation, `absorb_zero_padding(pads)` takes over a preceding ZeroPadding,
-`absorb_max_pool(layer)` (Conv2D) a following 2x2 MaxPooling2D, and `absorb_add(epilogue)` (Conv2D)
-the Add of a residual connection. Each returns False, changing nothing, where the fusion would not
-be exact.
+Graph fusions (the protocol of layers/base.py, which compiler/fusion.py calls before build when
+this layer's output feeds only the next layer): `fold_channel_affine(scale, shift)` folds a
+following per-output-channel affine map (an inference BatchNormalization) into kernel and bias,
+`fuse_activation(pointwise)` adopts a following pointwise activation, `absorb_zero_padding(pads)`
+takes over a preceding ZeroPadding, `absorb_max_pool(layer)` (Conv2D) a following 2x2
+MaxPooling2D, and `absorb_add(epilogue)` (Conv2D) the Add of a residual connection. Each returns
+False, changing nothing, where the fusion would not be exact.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..tensors import ownership
 from ..errors import ModelFileError
 from ..ops import conv
-from . import activations
+from . import activations, config_values
 from .base import AffineFoldable, register
-from .spatial_utils import SpatialLayer, int_tuple
+from .spatial_utils import SpatialLayer
 
 
 class _ConvBase(AffineFoldable, SpatialLayer):
     """Options every convolution reads: kernel_size, strides, padding, dilation_rate, activation."""
-    paddings = ("valid", "same")
+    paddings = ("valid", "same")     # the ones kerasgl runs (Keras knows "causal" too, in 1D)
+
+    @classmethod
+    def weight_count(cls, config):
+        return 1 + bool(config.get("use_bias", True))        # kernel (+ bias)
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
         r = self.spatial_rank
-        self.kernel_size = int_tuple(self.option("kernel_size"), r, "kernel_size")
-        self.strides = int_tuple(self.option("strides", 1), r, "strides")
-        self.dilation = int_tuple(self.option("dilation_rate", 1), r, "dilation_rate")
-        self.padding = str(self.option("padding", "valid")).lower()
+        # Keras refuses 0 (and negative) kernel sizes, strides and dilation rates.
+        self.kernel_size = config_values.int_tuple(self, "kernel_size", r)
+        self.strides = config_values.int_tuple(self, "strides", r, 1)
+        self.dilation = config_values.int_tuple(self, "dilation_rate", r, 1)
+        # "causal" is Keras's (Conv1D); kerasgl refuses it as unsupported where it does not run it.
+        self.padding = config_values.choice(self, "padding", ("valid", "same", "causal"), "valid")
         if self.padding not in self.paddings:
             raise self.unsupported(f"padding={self.padding!r}")
-        self.use_bias = bool(self.option("use_bias", True))
-        self.activation = self.option("activation")
+        self.use_bias = config_values.flag(self, "use_bias", True)
+        self.activation = config_values.activation(self)
         self.fused = activations.pointwise(self.activation, keras_major, f"Layer '{self.name}'")
         self.act = self.fused if self.fused is not None else conv.LINEAR
         if self.fused is None:
@@ -67,9 +72,15 @@ class _ConvBase(AffineFoldable, SpatialLayer):
         return self.strides, self.dilation, tuple(pads)
 
     def output_spatial(self, spatial):
-        return tuple(None if size is None else conv.conv_padding(size, k, s, d, self.padding)[0]
-                     for size, k, s, d in zip(self.input_spatial(spatial), self.kernel_size,
-                                              self.strides, self.dilation))
+        out = tuple(None if size is None else conv.conv_padding(size, k, s, d, self.padding)[0]
+                    for size, k, s, d in zip(self.input_spatial(spatial), self.kernel_size,
+                                             self.strides, self.dilation))
+        if any(size is not None and size <= 0 for size in out):
+            # Keras refuses it when it builds the layer: a kernel (dilated) larger than the input.
+            raise self.shape_error(f"a kernel of size {list(self.kernel_size)} (dilation "
+                                   f"{list(self.dilation)}) does not fit the input's spatial "
+                                   f"shape {list(spatial)}: the output would be {list(out)}.")
+        return out
 
     # -- graph fusions ------------------------------------------------------------------------
     out_channels = 0          # set by subclasses
@@ -78,6 +89,9 @@ class _ConvBase(AffineFoldable, SpatialLayer):
     def _linear_and_unbuilt(self) -> bool:
         return (not self.built and not self.channels_first and self.fused is not None
                 and self.fused.is_identity)
+
+    def output_rank(self):
+        return self.spatial_rank + 2
 
     @property
     def fold_width(self) -> int:
@@ -130,8 +144,11 @@ class _Conv(_ConvBase):
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.filters = int(self.option("filters"))
-        self.groups = int(self.option("groups", 1) or 1)
+        self.filters = config_values.positive_int(self, "filters")
+        self.groups = config_values.positive_int(self, "groups", 1)
+        if max(self.strides) > 1 and max(self.dilation) > 1:
+            raise config_values.error(self, "dilation_rate", self.option("dilation_rate"),
+                                      "1 with strides > 1 (Keras refuses both above 1)")
         expected = 2 if self.use_bias else 1
         if self.option("lora_rank") and len(self.weights_np) == expected + 2:
             # .keras files hold the merged kernel (nothing to do); legacy .h5 files keep the
@@ -212,8 +229,7 @@ class _Conv(_ConvBase):
         clamp commute), computed in the convolution's own dispatch."""
         if (self.built or self.channels_first or self.spatial_rank != 2 or self._pool != 1
                 or self.fused is None or conv.clamp_bounds(self.act) is None
-                or pool_layer.channels_first or pool_layer.padding != "valid"
-                or tuple(pool_layer.pool_size) != (2, 2) or tuple(pool_layer.strides) != (2, 2)):
+                or pool_layer.pooling() != ("max", (2, 2), (2, 2), "valid")):
             return False
         self._pool = 2
         return True
@@ -230,12 +246,23 @@ class Conv1D(_Conv):
     paddings = ("valid", "same", "causal")
 
 
+# Keras 2 put `groups` on every Conv subclass. On depthwise, separable and transposed convolutions
+# it meant nothing: DepthwiseConv and SeparableConv always wrote 1, and tf-keras' transposed
+# convolutions ignore the value (their kernel is the full (k, k, filters, in_channels) kernel and
+# they run an ungrouped transposed convolution even with groups=2; see the
+# conv_groups_and_transpose fixture). Keras 3's classes have no such argument (and refuse the file).
+def _without_keras2_groups(cls, config: dict) -> dict:
+    config.pop("groups", None)
+    return config
+
+
 class _Depthwise(_ConvBase):
     shaders = ("depthwise_conv2d.comp",)
+    normalize_keras2_config = classmethod(_without_keras2_groups)
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.multiplier = int(self.option("depth_multiplier", 1))
+        self.multiplier = config_values.positive_int(self, "depth_multiplier", 1)
         self.expect_weights(2 if self.use_bias else 1)
         kernel = self.weights_np[0]
         self.in_channels = kernel.shape[-2]
@@ -275,11 +302,16 @@ class DepthwiseConv1D(_Depthwise):
 class _Separable(_ConvBase):
     """Depthwise (no bias, no activation) then a 1x1 convolution with bias and activation."""
     shaders = ("depthwise_conv2d.comp", "conv2d.comp")
+    normalize_keras2_config = classmethod(_without_keras2_groups)
+
+    @classmethod
+    def weight_count(cls, config):
+        return 2 + bool(config.get("use_bias", True))        # depthwise, pointwise (+ bias)
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.filters = int(self.option("filters"))
-        self.multiplier = int(self.option("depth_multiplier", 1))
+        self.filters = config_values.positive_int(self, "filters")
+        self.multiplier = config_values.positive_int(self, "depth_multiplier", 1)
         self.expect_weights(3 if self.use_bias else 2)
         self.in_channels = self.weights_np[0].shape[-2]
         mid = self.in_channels * self.multiplier
@@ -329,13 +361,14 @@ class _ConvTranspose(_ConvBase):
     """A convolution over the input with (stride - 1) zeros between samples (never materialised:
     the shader skips them), the kernel flipped; Keras 3's padding / output_padding rule."""
     shaders = ("conv2d.comp",)
+    normalize_keras2_config = classmethod(_without_keras2_groups)
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.filters = int(self.option("filters"))
-        output_padding = self.option("output_padding")
-        self.output_padding = (None if output_padding is None
-                               else int_tuple(output_padding, self.spatial_rank, "output_padding"))
+        self.filters = config_values.positive_int(self, "filters")
+        self.output_padding = (None if self.option("output_padding") is None else
+                               config_values.int_tuple(self, "output_padding", self.spatial_rank,
+                                                       minimum=0))
         self.expect_weights(2 if self.use_bias else 1)
         self.in_channels = self.weights_np[0].shape[-1]
         self.out_channels = self.filters

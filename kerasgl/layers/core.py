@@ -6,9 +6,10 @@ import math
 
 import numpy as np
 
+from ..errors import ModelFileError
 from ..ops import layout, matmul, merge
 from ..tensors.tensor import view
-from . import activations
+from . import activations, config_values
 from .base import AffineFoldable, Layer, register
 
 
@@ -21,18 +22,23 @@ class Dense(AffineFoldable, Layer):
     """x @ kernel + bias with the activation fused into the matmul (softmax runs after it).
     On inputs of rank > 2 the kernel applies to the last axis (a 2-D matmul over a view)."""
     shaders = ("matmul.comp",)
+    mask_behaviour = "pass_through"
+
+    @classmethod
+    def weight_count(cls, config):
+        return 1 + bool(config.get("use_bias", True))        # kernel (+ bias)
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.units = int(self.option("units"))
-        self.use_bias = bool(self.option("use_bias", True))
+        self.units = config_values.positive_int(self, "units")
+        self.use_bias = config_values.flag(self, "use_bias", True)
         if self.option("lora_rank"):
             raise self.unsupported("a LoRA-enabled Dense (lora_rank)")
         if self.option("quantization_config") or "int8" in str(self.option("dtype", "")) \
                 or "float8" in str(self.option("dtype", "")):
             raise self.unsupported("a quantized Dense")
         self.expect_weights(2 if self.use_bias else 1)
-        self.activation = self.option("activation")
+        self.activation = config_values.activation(self)
         self.fused = activations.pointwise(self.activation, keras_major, f"Layer '{self.name}'")
         # A softmax over few units runs in the matmul's epilogue (ops/matmul.py).
         self._softmax_in_matmul = (self.fused is None and self.units <= matmul.SOFTMAX_MAX_COLUMNS
@@ -41,7 +47,6 @@ class Dense(AffineFoldable, Layer):
             self.shaders = ("matmul.comp", "softmax.comp")
         kernel = self.weights_np[0]
         if kernel.shape[1:] != (self.units,):
-            from ..errors import ModelFileError
             raise ModelFileError(f"Layer '{self.name}' (Dense): kernel of shape {kernel.shape} does "
                                  f"not match units={self.units}.")
 
@@ -77,12 +82,14 @@ class Dense(AffineFoldable, Layer):
             scale, shift = self._fold
             kernel = kernel * scale
             bias = shift if bias is None else bias * scale + shift
-        self.kernel = self.upload(kernel)
-        self.bias = self.upload(bias) if bias is not None else None
+        # A kernel larger than one storage block (VGG16's fc1) is held as column pieces, each
+        # with its bias (ops/matmul.py ColumnSplit; self.bias is then None).
+        self.kernel, self.bias = matmul.upload_dense(kernel, bias, self.upload,
+                                                     f"Layer '{self.name}' (Dense)")
         self.built = True
 
     def call(self, inputs, **kwargs):
-        if inputs.shape[-1:] != self.kernel.shape[:1]:
+        if inputs.shape[-1:] != tuple(self.kernel.shape[:1]):
             raise self.shape_error(f"expects the last input dimension to be {self.kernel.shape[0]}. "
                                    f"Received input shape {tuple(inputs.shape)}.")
         fn = self.fused
@@ -101,12 +108,21 @@ class Dense(AffineFoldable, Layer):
 @register("Activation")
 class Activation(Layer):
     shaders = ("unary.comp",)
+    mask_behaviour = "pass_through"
+    weight_arrays = 0
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
         self.activation = self.option("activation")
         # Raise at load time for an unknown activation.
         activations.pointwise(self.activation, keras_major, f"Layer '{self.name}'")
+
+    @property
+    def returns_its_input(self) -> bool:
+        return self.config.get("activation") == "linear"    # keras.activations.linear returns x
+
+    def as_pointwise(self, args, kwargs):
+        return activations.pointwise(self.activation, self.keras_major, self.name)
 
     def call(self, inputs, **kwargs):
         return activations.apply(inputs, self.activation, self.keras_major, self.name)
@@ -116,6 +132,9 @@ class Activation(Layer):
 class Flatten(Layer):
     """(batch, ...) -> (batch, prod(...)); channels_first inputs are moved to channels-last first,
     as Keras does, so the flattened order matches."""
+
+    mask_behaviour = "drops"
+    weight_arrays = 0
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
@@ -139,6 +158,9 @@ class Flatten(Layer):
 
 @register("Reshape")
 class Reshape(Layer):
+    mask_behaviour = "drops"
+    weight_arrays = 0
+
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
         self.target_shape = tuple(int(d) for d in self.option("target_shape"))
@@ -167,6 +189,9 @@ class Reshape(Layer):
 class Permute(Layer):
     shaders = ("transpose.comp",)
 
+    mask_behaviour = "drops"
+    weight_arrays = 0
+
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
         self.dims = tuple(int(d) for d in self.option("dims"))
@@ -186,6 +211,9 @@ class Permute(Layer):
 @register("RepeatVector")
 class RepeatVector(Layer):
     shaders = ("concat.comp",)
+
+    mask_behaviour = "drops"
+    weight_arrays = 0
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)

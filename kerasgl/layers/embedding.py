@@ -1,20 +1,32 @@
 """Embedding: a row lookup in a table of vectors.
 
-mask_zero: the lookup is the same; the mask Keras would attach for later layers is not produced
-(masking is not supported yet), so a model whose later layers consume that mask can differ from
-Keras. Out-of-range indices raise ShapeError after the lookup (the GPU counts them; see
-ops/gather.py); negative indices in [-input_dim, -1] count from the end, as in Keras on JAX."""
+mask_zero=True: the lookup is the same, and the output carries Keras's mask (the positions whose
+index is not 0, compute_mask) to the layers after it (compiler/masks.py). Out-of-range indices
+raise InputValueError naming the layer and a bad index: the GPU counts them and predict reads the
+count with its outputs (ops/gather.py), so the model is planned like any other; negative indices
+in [-input_dim, -1] count from the end, as in Keras on JAX."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..ops import gather
+from ..errors import ModelFileError
+from ..ops import gather, masking
+from . import config_values
 from .base import Layer, register
 
 
 @register("Embedding")
 class Embedding(Layer):
     shaders = ("gather.comp",)
+    mask_behaviour = "drops"           # "computes" with mask_zero=True (set in __init__)
+    mask_from = "values"
+    ignores_mask_argument = True
+    weight_arrays = 1
+
+    @classmethod
+    def normalize_keras2_config(cls, config):
+        config.pop("input_length", None)    # Keras 2's; the input shape lives on the InputLayer
+        return config
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
@@ -22,17 +34,27 @@ class Embedding(Layer):
             raise self.unsupported("a LoRA-enabled Embedding (lora_rank)")
         self.expect_weights(1)
         table = self.weights_np[0]
-        if table.ndim != 2:
-            from ..errors import ModelFileError
-            raise ModelFileError(f"Layer '{self.name}' (Embedding): table of shape {table.shape} is not 2-D.")
-        self.mask_zero = bool(self.option("mask_zero", False))
+        rows = config_values.positive_int(self, "input_dim")
+        dim = config_values.positive_int(self, "output_dim")
+        if table.shape != (rows, dim):
+            raise ModelFileError(f"Layer '{self.name}' (Embedding): table of shape {table.shape}, "
+                                 f"the config says input_dim={rows}, output_dim={dim}.")
+        self.mask_zero = config_values.flag(self, "mask_zero", False)
+        if self.mask_zero:
+            self.mask_behaviour = "computes"
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.weights_np[0].shape[1],)
+
+    def compute_mask(self, inputs, masks):
+        """mask_zero: 1 where the index is not 0."""
+        return masking.not_equal(inputs, 0)
 
     def build(self, input_shape):
         self.table = self.upload(self.weights_np[0].astype(np.float32))
         self.built = True
 
     def call(self, inputs, **kwargs):
-        return gather.gather_rows(self.table, inputs, check=True)
+        # The range check is the GPU's, read at the end of predict (ops/gpu_checks.py).
+        return gather.gather_rows(self.table, inputs, check=True,
+                                  who=f"Layer '{self.name}' (Embedding)")

@@ -21,6 +21,8 @@ def input_dtype(value) -> str:
 @register("InputLayer")
 class InputLayer(Layer):
     """Keras 3 `batch_shape` or Keras 2 `batch_input_shape`; the batch dimension may be None."""
+    mask_behaviour = "pass_through"
+    weight_arrays = 0
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)

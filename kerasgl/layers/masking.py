@@ -4,16 +4,21 @@ masks (`NotEqual(tokens, 0)` for Embedding(mask_zero=True), `Any(NotEqual(x, v))
 op's boolean output used as a model output reads as 0/1 floats."""
 from __future__ import annotations
 
-from ..ops import creation, elementwise, masking
+from ..ops import creation, elementwise, masking, reduce
+from ..tensors.tensor import view
 from .base import Layer, register
 from .op_nodes import BroadcastingOp, OpNode, ReduceOp, register_op
 
 
 @register("Masking")
 class Masking(Layer):
-    """Outputs x with the steps whose features all equal mask_value set to 0; its mask (the kept
-    steps) is made by kerasgl/compiler/masks.py."""
+    """Outputs x with the steps whose features all equal mask_value set to 0; its output carries
+    the mask of the kept steps (compute_mask) to the layers after it (compiler/masks.py)."""
     shaders = ("not_equal.comp", "reduce.comp", "binary.comp")
+    mask_behaviour = "computes"
+    mask_from = "values"
+    ignores_mask_argument = True
+    weight_arrays = 0
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
@@ -22,9 +27,12 @@ class Masking(Layer):
             raise self.unsupported(f"mask_value={value!r} (a tensor)")
         self.mask_value = float(value)
 
-    def compute_mask(self, inputs):
+    def compute_mask(self, inputs, masks=None):
         """(batch, time) float mask: 1 where any feature differs from mask_value."""
         return masking.any_not_equal(inputs, self.mask_value)
+
+    def mask_shape(self, input_shape):
+        return tuple(input_shape)[:-1]
 
     def call(self, inputs, **kwargs):
         keep = masking.any_not_equal(inputs, self.mask_value, keepdims=True)
@@ -77,7 +85,6 @@ class AnyAllOp(ReduceOp):
     """any / all of 0/1 values: max / min."""
 
     def run(self, bound):
-        from ..ops import reduce
         axis = self.opt(bound, "axis")
         axis = tuple(axis) if isinstance(axis, list) else axis
         return reduce.reduce("max" if self.class_name == "Any" else "min", bound["x"], axis,
@@ -101,7 +108,6 @@ class ConvertToTensorOp(OpNode):
     shaders = ()
 
     def run(self, bound):
-        from ..tensors.tensor import view
         dtype = self.opt(bound, "dtype")
         if dtype not in (None, "float32", "bool"):
             raise self.unsupported(f"convert_to_tensor to dtype {dtype!r}")

@@ -1,10 +1,10 @@
 """Merging layers: Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate, Dot."""
 from __future__ import annotations
 
-from ..ops import elementwise, merge
+from ..errors import UnsupportedLayerError
+from ..ops import creation, elementwise, merge
 from ..tensors.tensor import view
 from .base import Layer, register
-from .op_nodes import _BINARY, BinaryOp
 
 
 def _broadcast_dim(a, b):
@@ -23,6 +23,14 @@ class _Merge(Layer):
     shaders = ("binary.comp",)
     op = "add"
     epilogue = None     # a pointwise activation adopted by fusion.py (applied in the last dispatch)
+    mask_behaviour = "computes"
+    mask_from = "all_inputs"
+    weight_arrays = 0
+
+    def compute_mask(self, inputs, masks):
+        """Keras's Merge.compute_mask: the OR of the inputs' masks; none unless every input has
+        one."""
+        return _or_masks(masks)
 
     def fuse_activation(self, pointwise) -> bool:
         """Adopt a pointwise activation (activations.Pointwise) applied right after this merge:
@@ -67,12 +75,13 @@ class _Merge(Layer):
                 v.dispose()
 
 
-def _merge_class(name, op):
-    cls = type(name, (_Merge,), {"op": op, "__doc__": f"keras.layers.{name}: elementwise {op}."})
+def _merge_class(name, op, **facts):
+    cls = type(name, (_Merge,), {"op": op, "__doc__": f"keras.layers.{name}: elementwise {op}.",
+                                 **facts})
     return register(name)(cls)
 
 
-Add = _merge_class("Add", "add")
+Add = _merge_class("Add", "add", adds_inputs=True)
 Subtract = _merge_class("Subtract", "subtract")
 Multiply = _merge_class("Multiply", "multiply")
 Average = _merge_class("Average", "average")
@@ -83,6 +92,9 @@ Minimum = _merge_class("Minimum", "minimum")
 @register("Concatenate")
 class Concatenate(Layer):
     shaders = ("concat.comp",)
+    mask_behaviour = "computes"
+    mask_from = "any_input"
+    weight_arrays = 0
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
@@ -111,10 +123,36 @@ class Concatenate(Layer):
     def call(self, inputs, **kwargs):
         return merge.concatenate(list(inputs), self.axis)
 
+    def compute_mask(self, inputs, masks):
+        """Keras's Concatenate.compute_mask for (batch, time) masks of rank-3 inputs: along the
+        last axis, the OR of the masks (an unmasked input counts as all ones); along time, the
+        masks joined."""
+        inputs = list(inputs)
+        rank = inputs[0].ndim
+        axis = self.axis + rank if self.axis < 0 else self.axis
+        filled = [m if m is not None else creation.fill(t.shape[:2], 1.0)
+                  for t, m in zip(inputs, masks)]
+        try:
+            if axis == rank - 1 and rank > 2:
+                if any(m is None for m in masks):
+                    return creation.fill(inputs[0].shape[:2], 1.0)
+                return _or_masks(filled)
+            if axis == 1:
+                return merge.concatenate(filled, axis=1)
+            raise UnsupportedLayerError(
+                f"Layer '{self.name}' (Concatenate): masks of inputs joined along axis "
+                f"{self.option('axis')} are not supported.")
+        finally:
+            for m, original in zip(filled, masks):
+                if original is None:
+                    m.dispose()
+
 
 @register("Dot")
 class Dot(Layer):
     shaders = ("matmul.comp", "l2_normalize.comp")
+    mask_behaviour = "drops"
+    weight_arrays = 0
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
@@ -153,15 +191,13 @@ class Dot(Layer):
             n1.dispose()
 
 
-class BinaryOpWithActivation(BinaryOp):
-    """A keras.ops binary operation node (`x1 + x2`, recorded by Keras 3 as an op node) with the
-    pointwise activation that followed it, fused by fusion.py: one dispatch instead of two."""
-    shaders = ("binary.comp",)
-
-    def __init__(self, op_node: BinaryOp, pointwise):
-        super().__init__(op_node.spec, op_node.keras_major)
-        self.epilogue = pointwise
-
-    def run(self, bound):
-        return elementwise.binary(_BINARY[self.class_name], bound["x1"], bound["x2"],
-                                  self.epilogue)
+def _or_masks(masks):
+    """The OR (maximum) of 0/1 masks as a new tensor; None if any is None."""
+    if any(m is None for m in masks):
+        return None
+    out = view(masks[0], masks[0].shape)
+    for m in masks[1:]:
+        combined = elementwise.binary("maximum", out, m)
+        out.dispose()
+        out = combined
+    return out

@@ -8,7 +8,14 @@ import numpy as np
 
 from ..ops import normalization
 from ..ops.axes import normalize_axes
+from . import config_values
 from .base import Layer, register
+
+# Keras 2 BatchNormalization(renorm=True) appends moving_stddev, renorm_mean and renorm_stddev
+# to its weights. They only steer training (batch renormalisation); at inference tf-keras
+# normalises with moving_mean / moving_variance exactly like plain BatchNormalization
+# (checked by the batchnorm_variants fixture).
+_RENORM_EXTRA_WEIGHTS = 3
 
 
 def span_params(input_shape, keep_axes, *arrays):
@@ -32,22 +39,39 @@ def span_params(input_shape, keep_axes, *arrays):
     return first, last - first + 1, flat
 
 
-def _axes_option(value):
-    return tuple(int(a) for a in value) if isinstance(value, (list, tuple)) else int(value)
-
-
 @register("BatchNormalization")
 class BatchNormalization(Layer):
     shaders = ("channel_affine.comp",)
+    mask_behaviour = "pass_through"
+    keras_call_takes_mask = True      # Keras 3's call(inputs, training, mask): used in training only
+    ignores_mask_argument = True
+
+    @classmethod
+    def weight_count(cls, config):
+        # gamma (scale), beta (center), moving mean and variance
+        return int(bool(config.get("scale", True))) + int(bool(config.get("center", True))) + 2
+
+    @classmethod
+    def inference_weights(cls, config, weights):
+        base = cls.weight_count(config)
+        if config.get("renorm") and len(weights) == base + _RENORM_EXTRA_WEIGHTS:
+            return weights[:base]
+        return weights
+
+    @classmethod
+    def normalize_keras2_config(cls, config):
+        # Keras 2 wrote the axis as a list ([3]); several axes stay a list (the weights then have
+        # the broadcast shape, e.g. (1, H, 1, C)).
+        if isinstance(config.get("axis"), list) and len(config["axis"]) == 1:
+            config["axis"] = config["axis"][0]
+        return config
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.axis = _axes_option(self.option("axis", -1))
-        self.center = bool(self.option("center", True))
-        self.scale = bool(self.option("scale", True))
-        self.epsilon = float(self.option("epsilon", 1e-3))
-        if self.option("renorm") and self.keras_major == 2:
-            pass  # renormalisation only changes training; inference uses the moving statistics
+        self.axis = config_values.axes(self, "axis", -1)
+        self.center = config_values.flag(self, "center", True)
+        self.scale = config_values.flag(self, "scale", True)
+        self.epsilon = config_values.number(self, "epsilon", 1e-3)    # NaN, < 0: Keras takes them
         if self.option("virtual_batch_size"):
             raise self.unsupported("virtual_batch_size")
         self.expect_weights(2 + self.center + self.scale)
@@ -67,6 +91,9 @@ class BatchNormalization(Layer):
         self.scale_t, self.shift_t = self.upload(scale), self.upload(shift)
         self.built = True
 
+    def as_channel_affine(self):
+        return (self.axis,) + self.affine()
+
     def affine(self) -> tuple[np.ndarray, np.ndarray]:
         """Inference BatchNormalization as y = x * scale + shift, per normalised position.
         As keras.ops.batch_normalization: scale = rsqrt(var + eps) * gamma,
@@ -75,12 +102,14 @@ class BatchNormalization(Layer):
         gamma = weights.pop(0) if self.scale else None
         beta = weights.pop(0) if self.center else None
         mean, variance = weights
-        inv = (np.float32(1.0) / np.sqrt(variance + np.float32(self.epsilon))).astype(np.float32)
-        if gamma is not None:
-            inv = inv * gamma
-        shift = -mean * inv
-        if beta is not None:
-            shift = shift + beta
+        # A negative or NaN epsilon (or variance) gives NaN / inf, silently, as in Keras.
+        with np.errstate(all="ignore"):
+            inv = (np.float32(1.0) / np.sqrt(variance + np.float32(self.epsilon))).astype(np.float32)
+            if gamma is not None:
+                inv = inv * gamma
+            shift = -mean * inv
+            if beta is not None:
+                shift = shift + beta
         return inv, shift
 
     def call(self, inputs, **kwargs):
@@ -90,14 +119,15 @@ class BatchNormalization(Layer):
 @register("LayerNormalization")
 class LayerNormalization(Layer):
     shaders = ("layer_norm.comp",)
+    mask_behaviour = "pass_through"
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.axis = _axes_option(self.option("axis", -1))
-        self.center = bool(self.option("center", True))
-        self.scale = bool(self.option("scale", True))
-        self.rms_scaling = bool(self.option("rms_scaling", False))
-        self.epsilon = float(self.option("epsilon", 1e-3))
+        self.axis = config_values.axes(self, "axis", -1)
+        self.center = config_values.flag(self, "center", True)
+        self.scale = config_values.flag(self, "scale", True)
+        self.rms_scaling = config_values.flag(self, "rms_scaling", False)
+        self.epsilon = config_values.number(self, "epsilon", 1e-3)    # NaN, < 0: Keras takes them
         has_gamma = self.scale or self.rms_scaling
         has_beta = self.center and not self.rms_scaling
         self.expect_weights(has_gamma + has_beta)
@@ -109,6 +139,13 @@ class LayerNormalization(Layer):
 
     def build(self, input_shape):
         axes = normalize_axes(self.axis, len(input_shape), f"Layer '{self.name}': axis")
+        if isinstance(self.axis, tuple) and len(axes) != len(self.axis):
+            raise self.shape_error(f"axis {list(self.axis)} names one axis twice for input shape "
+                                   f"{tuple(input_shape)}.")
+        if any(input_shape[a] is None for a in axes):
+            # Keras sizes gamma / beta by the normalised axes: they must be known (not the batch).
+            raise self.shape_error(f"axis {self.axis} normalises a dimension of unknown size in "
+                                   f"input shape {tuple(input_shape)}.")
         size = math.prod(input_shape[a] for a in axes)
         weights = list(self.weights_np)
         for w in weights:

@@ -16,7 +16,10 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ShapeError
+from ..ops import elementwise, layout, matmul, merge, reduce, softmax
+from .activations import Pointwise
 from .base import Layer, register_in
+from .op_dtypes import dtype_of, typed
 
 OP_CLASSES: dict[str, type] = {}
 OP_MODULE_PREFIXES = ("keras.src.ops", "keras.ops")
@@ -42,9 +45,29 @@ def _shape(value):
     return value.shape if isinstance(value, Symbolic) else ()
 
 
+def _symbols(value):
+    """The Symbolic leaves of a bound argument structure."""
+    if isinstance(value, Symbolic):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _symbols(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _symbols(item)
+
+
 class OpNode(Layer):
     """Base of op nodes. `params` names the operation's call parameters, in order."""
     params: tuple = ("x",)
+    mask_behaviour = "drops"      # keras.ops carry no Keras masks
+    weight_arrays = 0
+    # The dtypes its tensor arguments may have (op_dtypes.py): others are refused at load. None:
+    # not checked (the mask ops of layers/masking.py take int32 token ids and 0/1 floats alike).
+    input_dtypes: tuple | None = None
+    # The output has its (common) input dtype, else output_dtype's (views, word copies).
+    keeps_dtype = False
+    output_dtype = "float32"
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
@@ -66,8 +89,20 @@ class OpNode(Layer):
         return bound[key] if key in bound else self.options.get(key, default)
 
     def node_output_shape(self, args, kwargs):
-        """Shape inference over the node's arguments (Symbolic leaves for tensors)."""
-        return self.output_shape(self.bind(args, kwargs))
+        """Shape inference over the node's arguments (Symbolic leaves for tensors), the result
+        carrying its dtype (op_dtypes.TypedShape) when that is not float32."""
+        bound = self.bind(args, kwargs)
+        dtypes = {dtype_of(leaf.shape) for leaf in _symbols(bound)}
+        for dtype in sorted(dtypes - set(self.input_dtypes or dtypes)):
+            raise self.unsupported(f"a {dtype} argument (this operation takes "
+                                   f"{' or '.join(self.input_dtypes)} tensors here)")
+        if self.keeps_dtype and len(dtypes) > 1:
+            raise self.unsupported(f"arguments of mixed dtypes {sorted(dtypes)}")
+        dtype = dtypes.pop() if self.keeps_dtype and dtypes else self.output_dtype
+        shape = self.output_shape(bound)
+        if isinstance(shape, list):
+            return [typed(s, dtype) for s in shape]
+        return typed(shape, dtype)
 
     def call(self, *args, **kwargs):
         return self.run(self.bind(args, kwargs))
@@ -117,11 +152,31 @@ class BroadcastingOp(OpNode):
 
 @register_op(*_BINARY)
 class BinaryOp(BroadcastingOp):
+    input_dtypes = ("float32",)
     shaders = ("binary.comp",)
 
+    def fused_with_activation(self, pointwise):
+        return BinaryOpWithActivation(self, pointwise)
+
     def run(self, bound):
-        from ..ops import elementwise
         return elementwise.binary(_BINARY[self.class_name], bound["x1"], bound["x2"])
+
+
+class BinaryOpWithActivation(BinaryOp):
+    """A keras.ops binary operation node (`x1 + x2`, recorded by Keras 3 as an op node) with the
+    pointwise activation that followed it, fused by compiler/fusion.py: one dispatch, not two."""
+    shaders = ("binary.comp",)
+
+    def __init__(self, op_node: BinaryOp, pointwise):
+        super().__init__(op_node.spec, op_node.keras_major)
+        self.epilogue = pointwise
+
+    def fused_with_activation(self, pointwise):
+        return None                   # one epilogue already
+
+    def run(self, bound):
+        return elementwise.binary(_BINARY[self.class_name], bound["x1"], bound["x2"],
+                                  self.epilogue)
 
 
 # Operation class -> (function in activations.glsl without the act_ prefix, its parameters).
@@ -136,6 +191,7 @@ _UNARY = {
 
 @register_op(*_UNARY)
 class UnaryOp(OpNode):
+    input_dtypes = ("float32",)
     shaders = ("unary.comp",)
 
     def function(self, bound):
@@ -148,19 +204,26 @@ class UnaryOp(OpNode):
             return ("gelu_tanh" if self.opt(bound, "approximate", True) else "gelu"), ()
         return name, ()
 
+    def as_pointwise(self, args, kwargs):
+        """A subclass whose run computes anything else overrides this (None)."""
+        try:
+            name, params = self.function(self.bind(args, kwargs))
+        except Exception:       # arguments fusion cannot read at load: not fused
+            return None
+        return Pointwise(f"act_{name}", tuple(params))
+
     def run(self, bound):
-        from ..ops import elementwise
         name, params = self.function(bound)
         return elementwise.unary(name, bound["x"], *params)
 
 
 @register_op("Clip")
 class ClipOp(OpNode):
+    input_dtypes = ("float32",)
     params = ("x", "x_min", "x_max")
     shaders = ("binary.comp",)
 
     def run(self, bound):
-        from ..ops import elementwise
         low = elementwise.maximum(bound["x"], float(self.opt(bound, "x_min")))
         try:
             return elementwise.minimum(low, float(self.opt(bound, "x_max")))
@@ -183,6 +246,7 @@ def _axes(axis, rank: int, where: str) -> tuple:
 
 @register_op("Mean", "Sum", "Max", "Min")
 class ReduceOp(OpNode):
+    input_dtypes = ("float32",)
     params = ("x", "axis", "keepdims")
     shaders = ("reduce.comp",)
 
@@ -194,7 +258,6 @@ class ReduceOp(OpNode):
         return tuple(n for d, n in enumerate(shape) if d not in axes)
 
     def run(self, bound):
-        from ..ops import reduce
         axis = self.opt(bound, "axis")
         axis = tuple(axis) if isinstance(axis, list) else axis
         return reduce.reduce(self.class_name.lower(), bound["x"], axis,
@@ -207,6 +270,8 @@ class ReduceOp(OpNode):
 @register_op("Reshape")
 class ReshapeOp(OpNode):
     params = ("x", "newshape")
+    input_dtypes = ("float32", "int32")
+    keeps_dtype = True
 
     def target(self, bound):
         shape = self.opt(bound, "newshape", self.opt(bound, "new_shape"))
@@ -225,7 +290,6 @@ class ReshapeOp(OpNode):
         return tuple(None if d == -1 else d for d in target)
 
     def run(self, bound):
-        from ..ops import layout
         return layout.reshape(bound["x"], self.target(bound))
 
 
@@ -233,6 +297,8 @@ class _ReshapingOp(OpNode):
     """An op that only changes the shape: new_shape(shape, bound) for symbolic and real inputs
     alike, run as a reshape (a view)."""
     params = ("x", "axis")
+    input_dtypes = ("float32", "int32")
+    keeps_dtype = True
 
     def new_shape(self, shape, bound):
         raise NotImplementedError
@@ -241,7 +307,6 @@ class _ReshapingOp(OpNode):
         return self.new_shape(_shape(bound["x"]), bound)
 
     def run(self, bound):
-        from ..ops import layout
         x = bound["x"]
         return layout.reshape(x, self.new_shape(x.shape, bound))
 
@@ -275,6 +340,8 @@ class ExpandDimsOp(_ReshapingOp):
 @register_op("Transpose")
 class TransposeOp(OpNode):
     params = ("x", "axes")
+    input_dtypes = ("float32", "int32")
+    keeps_dtype = True
     shaders = ("transpose.comp",)
 
     def perm(self, rank, bound):
@@ -288,13 +355,13 @@ class TransposeOp(OpNode):
         return tuple(shape[a] for a in self.perm(len(shape), bound))
 
     def run(self, bound):
-        from ..ops import layout
         x = bound["x"]
         return layout.transpose(x, self.perm(x.ndim, bound))
 
 
 @register_op("Matmul")
 class MatmulOp(OpNode):
+    input_dtypes = ("float32",)
     params = ("x1", "x2")
     shaders = ("matmul.comp",)
 
@@ -308,12 +375,12 @@ class MatmulOp(OpNode):
         return batch + (a[-2], b[-1])
 
     def run(self, bound):
-        from ..ops import matmul
         return matmul.matmul(bound["x1"], bound["x2"])
 
 
 @register_op("Concatenate")
 class ConcatenateOp(OpNode):
+    input_dtypes = ("float32",)
     params = ("xs", "axis")
     shaders = ("concat.comp",)
 
@@ -338,17 +405,16 @@ class ConcatenateOp(OpNode):
         return tuple(out)
 
     def run(self, bound):
-        from ..ops import merge
         return merge.concatenate(list(bound["xs"]), int(self.opt(bound, "axis", 0)))
 
 
 @register_op("Softmax", "LogSoftmax")
 class SoftmaxOp(OpNode):
+    input_dtypes = ("float32",)
     params = ("x", "axis")
     shaders = ("softmax.comp",)
 
     def run(self, bound):
-        from ..ops import softmax
         axis = self.opt(bound, "axis", -1)
         axis = tuple(axis) if isinstance(axis, list) else axis
         function = softmax.log_softmax if self.class_name == "LogSoftmax" else softmax.softmax

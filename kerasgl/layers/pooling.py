@@ -4,27 +4,35 @@ from __future__ import annotations
 
 from ..ops import layout, masking, pool
 from ..tensors.tensor import view
+from . import config_values
 from .base import register
-from .spatial_utils import SpatialLayer, as_rows, from_rows, int_tuple
+from .spatial_utils import SpatialLayer, as_rows, from_rows
 
 
 class _Pool(SpatialLayer):
     shaders = ("pool2d.comp",)
     mode = "max"
+    weight_arrays = 0
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
         r = self.spatial_rank
-        self.pool_size = int_tuple(self.option("pool_size", 2), r, "pool_size")
-        strides = self.option("strides")
-        self.strides = self.pool_size if strides is None else int_tuple(strides, r, "strides")
-        self.padding = str(self.option("padding", "valid")).lower()
-        if self.padding not in ("valid", "same"):
-            raise self.unsupported(f"padding={self.padding!r}")
+        # Keras refuses a pool_size of 0; a stride of 0 it takes but cannot run. Keras 3's
+        # AveragePooling has no default pool_size (its MaxPooling and Keras 2's have 2).
+        default = 2 if self.mode == "max" or keras_major == 2 else config_values.REQUIRED
+        self.pool_size = config_values.int_tuple(self, "pool_size", r, default)
+        self.strides = (self.pool_size if self.option("strides") is None
+                        else config_values.int_tuple(self, "strides", r))
+        self.padding = config_values.choice(self, "padding", ("valid", "same"), "valid")
         self._zero_padding = ((0, 0),) * r     # an absorbed ZeroPadding's (before, after) per axis
 
+    def pooling(self):
+        if self.channels_first:
+            return None
+        return (self.mode, tuple(self.pool_size), tuple(self.strides), self.padding)
+
     def absorb_zero_padding(self, pads) -> bool:
-        """Take over a ZeroPadding applied right before (kerasgl/compiler/fusion.py): the pooling reads
+        """Take over a ZeroPadding applied right before (compiler/fusion.py): the pooling reads
         its zeros itself. Exact for padding="valid" (the windows cover padded cells the same)."""
         if self.channels_first or self.padding != "valid" or any(map(any, self._zero_padding)) \
                 or len(pads) != self.spatial_rank:
@@ -78,10 +86,11 @@ class _GlobalPool(SpatialLayer):
     shaders = ("global_pool.comp",)
     moves_channels_back = False
     mode = "max"
+    weight_arrays = 0
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.keepdims = bool(self.option("keepdims", False))
+        self.keepdims = config_values.flag(self, "keepdims", False)
 
     def _kept_shape(self, batch, channels):
         ones = (1,) * self.spatial_rank
@@ -123,6 +132,10 @@ class GlobalAveragePooling2D(_GlobalPool):
 @register("GlobalAveragePooling1D", "GlobalAvgPool1D")
 class GlobalAveragePooling1D(_GlobalPool):
     spatial_rank, mode = 1, "avg"
+    mask_behaviour = "consumes"       # the mean over the kept steps; no time axis left to mask
+
+    def masked_outputs(self) -> tuple:
+        return ()
 
     def call(self, inputs, mask=None, **kwargs):
         """With a (batch, steps) mask (Keras passes one from Embedding(mask_zero=True) or

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ModelFileError
 from ..ops import normalization
 from ..ops.axes import normalize_axes
 from .base import Layer, register
@@ -22,6 +23,7 @@ def _config_array(value):
 class Rescaling(Layer):
     """x * scale + offset; scale / offset may be lists, broadcast over the trailing axes."""
     shaders = ("channel_affine.comp",)
+    mask_behaviour = "pass_through"
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
@@ -55,6 +57,7 @@ class Normalization(Layer):
     """(x - mean) / max(sqrt(variance), epsilon), or mean + x * max(sqrt(variance), epsilon) with
     invert=True. mean / variance come from the weights (adapted layer) or the config."""
     shaders = ("channel_affine.comp",)
+    mask_behaviour = "pass_through"
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
@@ -67,7 +70,6 @@ class Normalization(Layer):
         elif len(self.weights_np) >= 2:
             self.mean, self.variance = (w.astype(np.float32) for w in self.weights_np[:2])
         else:
-            from ..errors import ModelFileError
             raise ModelFileError(f"Layer '{self.name}' (Normalization) has neither mean/variance in "
                                  "its config nor adapted weights.")
 

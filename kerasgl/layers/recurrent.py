@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..tensors import ownership
-from ..errors import ModelFileError
+from ..errors import ModelFileError, UnsupportedLayerError
 from ..ops import layout, rnn
 from ..tensors.tensor import view
-from . import activations
-from .base import Layer, register
+from . import activations, config_values
+from .base import Layer, declare_file_rules, register
 
 _CELL_KINDS = {"SimpleRNN": "simple", "SimpleRNNCell": "simple", "LSTM": "lstm",
                "LSTMCell": "lstm", "GRU": "gru", "GRUCell": "gru"}
@@ -55,12 +55,15 @@ def make_cell(class_name: str, config: dict, weights: list, keras_major: int, wh
     """A Cell from a layer or cell config; `weights` must start with its arrays (the rest is
     ignored: the caller slices by `cell_weight_count`)."""
     kind = _CELL_KINDS[class_name]
-    units = int(config["units"])
+    values = config_values.Values(where, config, class_name)
+    units = config_values.positive_int(values, "units")
     if kind == "gru" and not config.get("reset_after", keras_major == 3):
         kind = "gru_reset_before"
-    activation = _cell_activation(config.get("activation", "tanh"), keras_major, where)
-    recurrent = (_cell_activation(config.get("recurrent_activation",
-                                       _DEFAULT_REC_ACTIVATION[keras_major]), keras_major, where)
+    activation = _cell_activation(config_values.activation(values, "activation", "tanh"),
+                                  keras_major, where)
+    recurrent = (_cell_activation(config_values.activation(
+                     values, "recurrent_activation", _DEFAULT_REC_ACTIVATION[keras_major]),
+                     keras_major, where)
                  if kind != "simple" else ("act_linear", ()))
     count = cell_weight_count(config)
     if len(weights) < count:
@@ -75,17 +78,10 @@ def cell_weight_count(config: dict) -> int:
 
 def cells_from_rnn_config(cell_value, weights: list, keras_major: int, where: str) -> list[Cell]:
     """The cells of an RNN layer's "cell" config: one cell, StackedRNNCells, or a list."""
-    if isinstance(cell_value, list):
-        entries = cell_value
-    elif isinstance(cell_value, dict) and cell_value.get("class_name") == "StackedRNNCells":
-        entries = cell_value.get("config", {}).get("cells", [])
-    else:
-        entries = [cell_value]
     cells, offset = [], 0
-    for entry in entries:
+    for entry in _cell_entries(cell_value):
         if not isinstance(entry, dict) or entry.get("class_name") not in _CELL_KINDS:
             name = entry.get("class_name") if isinstance(entry, dict) else entry
-            from ..errors import UnsupportedLayerError
             raise UnsupportedLayerError(f"{where}: RNN cell {name!r} is not supported (kerasgl runs "
                                         "SimpleRNNCell, LSTMCell, GRUCell and StackedRNNCells).")
         cell = make_cell(entry["class_name"], entry.get("config", {}), weights[offset:],
@@ -96,6 +92,48 @@ def cells_from_rnn_config(cell_value, weights: list, keras_major: int, where: st
         raise ModelFileError(f"{where}: the cells take {offset} weight arrays, the file has "
                              f"{len(weights)}.")
     return cells
+
+
+def _cell_entries(cell_value) -> list:
+    """The cell configs of an RNN layer's "cell": one cell, StackedRNNCells, or a list."""
+    if isinstance(cell_value, list):
+        return cell_value
+    if isinstance(cell_value, dict) and cell_value.get("class_name") == "StackedRNNCells":
+        return cell_value.get("config", {}).get("cells", [])
+    return [cell_value]
+
+
+def _gru_reset_after_default(config: dict) -> dict:
+    config.setdefault("reset_after", False)     # Keras 2 files that predate it meant False
+    return config
+
+
+class CellRules:
+    """What reading a file needs to know about keras.layers.SimpleRNNCell / LSTMCell / GRUCell,
+    which kerasgl runs inside an RNN layer (make_cell), not as layers of their own (base.FILE_RULES):
+    their weight count, and GRUCell's Keras 2 spelling wherever a cell config appears."""
+
+    @classmethod
+    def weight_count(cls, config: dict) -> int:
+        return cell_weight_count(config)
+
+    @classmethod
+    def normalize_keras2_config(cls, config: dict) -> dict:
+        return config
+
+    @classmethod
+    def inference_weights(cls, config: dict, weights: list) -> list:
+        return weights
+
+
+class GRUCellRules(CellRules):
+    @classmethod
+    def normalize_keras2_config(cls, config: dict) -> dict:
+        return _gru_reset_after_default(config)
+
+
+declare_file_rules(("SimpleRNNCell", "LSTMCell"), CellRules)
+declare_file_rules(("GRUCell",), GRUCellRules)
 
 
 def flatten_states(value) -> list:
@@ -110,19 +148,30 @@ def flatten_states(value) -> list:
 class Recurrent(Layer):
     """The RNN layer's machinery, shared by SimpleRNN, LSTM, GRU and RNN."""
     shaders = ("matmul.comp", "rnn_recurrence.comp")
+    # A masked step keeps the states and repeats the output (see the module docstring); the
+    # sequence output carries the mask on.
+    mask_behaviour = "consumes"
+
+    def masked_outputs(self) -> tuple:
+        return (0,) if self.return_sequences else ()
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
         where = f"Layer '{self.name}' ({self.class_name})"
         self.cells = self.make_cells(where)
-        self.return_sequences = bool(self.option("return_sequences", False))
-        self.return_state = bool(self.option("return_state", False))
-        self.go_backwards = bool(self.option("go_backwards", False))
-        self.stateful = bool(self.option("stateful", False))
-        self.unroll = bool(self.option("unroll", False))
-        self.time_major = bool(self.option("time_major", False))
+        flag = config_values.flag
+        self.return_sequences = flag(self, "return_sequences", False)
+        self.return_state = flag(self, "return_state", False)
+        self.go_backwards = flag(self, "go_backwards", False)
+        self.stateful = flag(self, "stateful", False)
+        self.unroll = flag(self, "unroll", False)
+        if keras_major >= 3 and "time_major" in self.config:
+            # Keras 3 has no time_major (its layers refuse the keyword): a damaged or edited file.
+            raise config_values.error(self, "time_major", self.config["time_major"],
+                                      "no such key in a Keras 3 file (Keras 3 refuses it)")
+        self.time_major = flag(self, "time_major", False)
         # Bidirectional sets this to return_sequences on its inner layers, as Keras does.
-        self.zero_output_for_mask = bool(self.option("zero_output_for_mask", False))
+        self.zero_output_for_mask = flag(self, "zero_output_for_mask", False)
         if self.stateful and self.time_major:
             raise self.unsupported("stateful=True with time_major=True")
         self._states: list | None = None      # stateful: the carried states (kept tensors)
@@ -254,9 +303,20 @@ class Recurrent(Layer):
         super().dispose()
 
 
-@register("SimpleRNN", "LSTM", "GRU")
+@register("SimpleRNN", "LSTM")
 class RecurrentLayer(Recurrent):
     """SimpleRNN, LSTM and GRU: the cell's options are the layer's own config."""
+
+    @classmethod
+    def weight_count(cls, config):
+        return 2 + bool(config.get("use_bias", True))    # kernel, recurrent kernel (+ bias)
+
+
+@register("GRU")
+class GRU(RecurrentLayer):
+    @classmethod
+    def normalize_keras2_config(cls, config):
+        return _gru_reset_after_default(config)
 
 
 @register("RNN")

@@ -11,10 +11,14 @@ class _PadCrop(SpatialLayer):
     shaders = ("pad_crop2d.comp",)
     sign = 1          # +1 pads, -1 crops
     key = "padding"
+    weight_arrays = 0
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
         self.amounts = pair_tuple(self.option(self.key, 1 if self.sign > 0 else 0), self.spatial_rank)
+
+    def zero_padding(self):
+        return self.amounts if self.sign > 0 and not self.channels_first else None
 
     def channels_last_shape(self, shape):
         spatial_out = []
@@ -55,6 +59,7 @@ class Cropping1D(_PadCrop):
 
 class _UpSampling(SpatialLayer):
     shaders = ("upsample2d.comp",)
+    weight_arrays = 0
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)

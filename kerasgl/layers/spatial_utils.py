@@ -51,6 +51,9 @@ class SpatialLayer(Layer):
     the input is transposed to channels-last and the result back."""
     spatial_rank = 2
     moves_channels_back = True   # False for layers whose output has no spatial axes
+    # Convolutions, poolings, paddings, croppings and upsamplings: the values do not depend on a
+    # mask and Keras 3 drops it (supports_masking is False), with a warning.
+    mask_behaviour = "drops"
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)

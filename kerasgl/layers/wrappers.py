@@ -9,7 +9,7 @@ from ..errors import UnsupportedLayerError
 from ..ops import elementwise, merge
 from ..saving.spec import LayerSpec
 from ..tensors.tensor import view
-from .base import LAYER_CLASSES, Layer, register
+from .base import LAYER_CLASSES, Layer, declared_weight_count, register
 from .recurrent import Recurrent, flatten_states
 
 MERGE_MODES = ("concat", "sum", "ave", "mul", None)
@@ -30,11 +30,30 @@ def inner_layer(wrapper: Layer, value, weights, role: str) -> Layer:
     return cls(LayerSpec(class_name, name, config, weights=list(weights)), wrapper.keras_major)
 
 
+def inner_weight_count(config: dict) -> int | None:
+    """The weight count of a wrapper config's "layer" (None: not fixed, or no layer config)."""
+    inner = config.get("layer")
+    if not isinstance(inner, dict) or not isinstance(inner.get("config"), dict):
+        return None
+    return declared_weight_count(inner.get("class_name"), inner["config"])
+
+
 @register("Bidirectional")
 class Bidirectional(Layer):
     """Keras 3 semantics: the backward layer's sequence is put back in time order (the shader
     writes it so, instead of a flip); with return_sequences, masked steps output zeros (Keras
     forces zero_output_for_mask on both layers)."""
+    mask_behaviour = "consumes"
+
+    @classmethod
+    def weight_count(cls, config):
+        count = inner_weight_count(config)
+        return None if count is None else 2 * count          # forward, then backward
+
+    def masked_outputs(self) -> tuple:
+        if not self.return_sequences:
+            return ()
+        return (0, 1) if self.merge_mode is None else (0,)   # merge_mode=None: both sequences
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
@@ -143,7 +162,23 @@ class Bidirectional(Layer):
 @register("TimeDistributed")
 class TimeDistributed(Layer):
     """Applies the wrapped layer to every time step: (batch, time, ...) is folded into
-    (batch * time, ...) (a view), the layer runs once, and the result is unfolded."""
+    (batch * time, ...) (a view), the layer runs once, and the result is unfolded. A mask is
+    taken (and passed on with the output), not handed to the wrapped layer."""
+    mask_behaviour = "consumes"
+
+    @classmethod
+    def weight_count(cls, config):
+        return inner_weight_count(config)
+
+    def refuses_mask(self, keras_major: int) -> bool:
+        """Keras's TimeDistributed hands its layer each step's mask when that layer's call takes
+        one (tf.keras: when it uses one); kerasgl's does not."""
+        inner = self.layer
+        if inner.mask_behaviour != "consumes":
+            return False
+        if keras_major == 2:
+            return not inner.keras2_mask_refused
+        return inner.mask_argument != "per_argument"
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)

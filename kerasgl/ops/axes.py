@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
+from ..tensors.tensor import empty
+from . import dispatch
 
 MAX_GROUPS = 4
 
@@ -74,7 +76,6 @@ def group_uniforms(kept, reduced) -> dict:
 
 def run_grouped(shader: str, kept, reduced, *, defines: dict, buffers, uniforms: dict) -> None:
     """Dispatch a shader built on axis_groups.glsl: one invocation per kept position."""
-    from . import dispatch
     defines = {**defines, "RED_GROUPS": max(1, len(reduced))}
     n_outer = math.prod(s for s, _ in kept)
     uniforms = {"n_outer": n_outer, **uniforms, **group_uniforms(kept, reduced)}
@@ -86,7 +87,6 @@ def run_grouped(shader: str, kept, reduced, *, defines: dict, buffers, uniforms:
 def run_over_axes(shader: str, x, axes, *, defines: dict, buffers, uniforms: dict):
     """A new tensor shaped like x, written by a shader built on axis_groups.glsl (one invocation
     per position outside `axes`) that reads `buffers` and writes the output, bound after them."""
-    from ..tensors.tensor import empty
     out = empty(x.shape)
     if out.size:
         kept, reduced = axis_groups(x.shape, axes)

@@ -14,9 +14,9 @@ from typing import Callable
 import numpy as np
 
 from ..runtime import buffer_views, tuning
-from ..errors import ShapeError
+from ..errors import GPULimitError, ShapeError
 from ..tensors.tensor import Tensor, empty
-from . import dispatch
+from . import dispatch, splits
 from .storage_ops import any_storage
 
 def local_size() -> int:
@@ -52,7 +52,11 @@ def clamp_bounds(activation) -> tuple[float, float] | None:
     if function == "act_relu6":
         return (0.0, 6.0)
     if function == "act_relu_full" and len(params) == 3 and params[1] == 0 and params[2] == 0:
-        return (0.0, float(params[0]) if params[0] >= 0 else math.inf)
+        # A negative max_value means none; a NaN one makes every output NaN in Keras, which
+        # act_clamp's compares would not give: it runs as the general act_relu_full.
+        if math.isnan(params[0]):
+            return None
+        return (0.0, math.inf if params[0] < 0 else float(params[0]))
     return None
 
 
@@ -113,10 +117,21 @@ SCALAR_PIX = 16
 
 
 @dataclass(frozen=True)
+class ConvPiece:
+    """Output-channel blocks [first_block, first_block + blocks) of a packed kernel (numbered over
+    all groups, in packed order), with their weights and bias in buffers of their own: a kernel
+    larger than one storage block is several (ops/splits.py), one dispatch each."""
+    first_block: int
+    blocks: int
+    weights: Tensor          # [blocks][kh][kw][cin_pg][cout_vec] vec4
+    bias: Tensor             # [blocks][cout_vec] vec4
+    row_stride: int | None = None   # the kernel's, unless given (a matmul's piece of B: width / 4)
+
+
+@dataclass(frozen=True)
 class ConvKernel:
     """A convolution kernel packed for shaders/conv2d.comp, with its bias, on the GPU."""
-    weights: Tensor          # [groups][blocks][kh][kw][cin_pg][cout_vec] vec4
-    bias: Tensor             # [groups][blocks][cout_vec] vec4
+    pieces: tuple            # ConvPiece..., in block order; one unless the weights exceed a block
     kh: int
     kw: int
     cin_pg: int
@@ -136,9 +151,29 @@ class ConvKernel:
     def blocks_pg(self) -> int:
         return math.ceil(self.cout_pg / (4 * self.cout_vec))
 
+    @property
+    def weights(self) -> Tensor:
+        """The packed weights ([groups][blocks][kh][kw][cin_pg][cout_vec] vec4), for kernels that
+        read them from one buffer (conv3d): GPULimitError where they are split."""
+        return self._only_piece().weights
+
+    @property
+    def bias(self) -> Tensor:
+        """The packed bias ([groups][blocks][cout_vec] vec4); see `weights`."""
+        return self._only_piece().bias
+
+    def _only_piece(self) -> ConvPiece:
+        if len(self.pieces) != 1:
+            raise GPULimitError(
+                f"This convolution's weights ({self.kh}x{self.kw}x{self.cin_pg} -> {self.cout}) "
+                f"exceed one shader storage block and are split over {len(self.pieces)} buffers, "
+                "which this kernel cannot read (only 1D/2D convolutions and Dense split).")
+        return self.pieces[0]
+
     def dispose(self) -> None:
-        self.weights.dispose()
-        self.bias.dispose()
+        for piece in self.pieces:
+            piece.weights.dispose()
+            piece.bias.dispose()
 
 
 def choose_cout_vec(cout_pg: int) -> int:
@@ -164,6 +199,9 @@ def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: 
         raise ShapeError(f"A grouped convolution needs filters ({cout}) divisible by groups ({groups}).")
     cout_pg = cout // groups
     cout_vec = choose_cout_vec(cout_pg)
+    # Narrower blocks where one block's weights would not fit a storage block by itself.
+    while cout_vec > 1 and kh * kw * cin_pg * 16 * cout_vec + 32 > splits.storage_block_bytes():
+        cout_vec //= 2
     block = 4 * cout_vec
     blocks_pg = math.ceil(cout_pg / block)
     padded = blocks_pg * block
@@ -174,9 +212,27 @@ def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: 
     b = np.zeros((groups, padded), np.float32)
     if bias is not None:
         b[:, :cout_pg] = np.asarray(bias, np.float32).reshape(groups, cout_pg)
-    w = np.ascontiguousarray(w).reshape(-1)
-    return ConvKernel(upload(not_power_of_two_texels(w)), upload(b.reshape(-1)), kh, kw, cin_pg,
-                      cout, groups, cout_vec, tuple(input_dilation))
+    # One piece of whole output-channel blocks per storage block (ops/splits.py); a kernel that
+    # fits (nearly all) is one piece holding every block, packed as before.
+    n_blocks = groups * blocks_pg
+    w = np.ascontiguousarray(w).reshape(n_blocks, -1)
+    b = b.reshape(n_blocks, -1)
+    # weights_layout may add 2 vec4s (32 bytes) to a piece.
+    # The layer whose bound `upload` this is names itself in the error, if the kernel cannot fit.
+    owner = getattr(getattr(upload, "__self__", None), "name", None)
+    cut = splits.pieces(n_blocks, w.shape[1] * 4,
+                        f"{f'Layer {owner!r}: its' if owner else 'A'} {kh}x{kw} convolution kernel"
+                        f" of {cin_pg} to {cout} channels", f"block(s) of {block} output channels",
+                        spare=32)
+    parts = tuple(ConvPiece(first, size, upload(weights_layout(w[first:first + size].reshape(-1))),
+                            upload(b[first:first + size].reshape(-1))) for first, size in cut)
+    return ConvKernel(parts, kh, kw, cin_pg, cout, groups, cout_vec, tuple(input_dilation))
+
+
+def weights_layout(flat: np.ndarray) -> np.ndarray:
+    """Packed weights as this device's tuning lays them out: as packed, or with a vec4 added
+    where their length is a power of two (tuning conv_weights_not_power_of_two, llvmpipe's)."""
+    return not_power_of_two_texels(flat) if tuning.current().conv_weights_not_power_of_two else flat
 
 
 def not_power_of_two_texels(flat: np.ndarray) -> np.ndarray:
@@ -291,12 +347,11 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         pix = min(pix, SCALAR_PIX)
     if pool > 1:
         pix = max(pix, pool * pool) // (pool * pool) * (pool * pool)   # whole windows per tile
-    n_work = math.ceil(n_pixels / pix) * blocks
+    tiles = math.ceil(n_pixels / pix)
     lanes = local_size()
     choice = tuning.current()
     x_format = "rgba32f" if cin_vec4 else "r32f"
     x_view = choice.conv_input_image and buffer_views.fits(x.nbytes, x_format)
-    w_view = choice.conv_weights_image and buffer_views.fits(kernel.weights.nbytes)
     act_defines, act_uniforms = activation_settings(activation)
     defines = {
         "LOCAL_SIZE": lanes, "PIX": pix, "COUT_VEC": kernel.cout_vec,
@@ -304,12 +359,11 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         "VEC_OUT": kernel.cout_pg % 4 == 0,
         "INPUT_DIL_H": sh, "INPUT_DIL_W": sw, "POOL": pool,
         **act_defines,
-        "W_VIEW": w_view, "X_VIEW": x_view,
+        "W_VIEW": False, "X_VIEW": x_view,       # W_VIEW: each piece's own, below
         "RESIDUAL": residual is not None,
         "R_VIEW": (residual is not None and choice.conv_input_image
                    and buffer_views.fits(residual.nbytes)),
     }
-    row_stride = kernel.cout_vec if kernel.row_stride is None else kernel.row_stride
     block_stride = (kernel.kh * kernel.kw * kernel.cin_pg * kernel.cout_vec
                     if kernel.block_stride is None else kernel.block_stride)
     uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": kernel.cout,
@@ -317,13 +371,21 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
                 "pad_top": top, "pad_left": left, "n_pixels": n_pixels,
                 "kernel_h": kernel.kh, "kernel_w": kernel.kw, "stride_h": strides[0],
                 "stride_w": strides[1], "dil_h": dilation[0], "dil_w": dilation[1],
-                "n_blocks": blocks, "n_work": n_work, "w_block": block_stride, "w_row": row_stride,
-                **act_uniforms}
-    views = ([(0, x, x_format)] if x_view else []) + ([(1, kernel.weights)] if w_view else []) \
-        + ([(2, residual)] if defines["R_VIEW"] else [])
-    buffers = [x, kernel.weights, kernel.bias, out] + ([residual] if residual is not None else [])
-    dispatch.run("conv2d.comp", defines=defines, buffers=buffers,
-                 views=views, uniforms=uniforms, groups=dispatch.groups_for(n_work, lanes))
+                "w_block": block_stride, **act_uniforms}
+    # One dispatch per piece of the weights (one piece unless they exceed a storage block): each
+    # computes its blocks of output channels, for every pixel, into the one output.
+    for piece in kernel.pieces:
+        w_view = choice.conv_weights_image and buffer_views.fits(piece.weights.nbytes)
+        row_stride = piece.row_stride or kernel.row_stride or kernel.cout_vec
+        n_work = tiles * piece.blocks
+        views = ([(0, x, x_format)] if x_view else []) + ([(1, piece.weights)] if w_view else []) \
+            + ([(2, residual)] if defines["R_VIEW"] else [])
+        buffers = [x, piece.weights, piece.bias, out] + ([residual] if residual is not None else [])
+        dispatch.run("conv2d.comp", defines={**defines, "W_VIEW": w_view}, buffers=buffers,
+                     views=views, uniforms={**uniforms, "block_base": piece.first_block,
+                                            "n_blocks": piece.blocks, "n_work": n_work,
+                                            "w_row": row_stride},
+                     groups=dispatch.groups_for(n_work, lanes))
     return out
 
 
@@ -362,7 +424,7 @@ def pack_depthwise(kernel: np.ndarray, bias: np.ndarray | None, upload: Callable
     b = np.zeros(padded, np.float32)
     if bias is not None:
         b[:cout] = np.asarray(bias, np.float32).reshape(cout)
-    return DepthwiseKernel(upload(not_power_of_two_texels(w.reshape(-1))), upload(b), kh, kw, cin, mult)
+    return DepthwiseKernel(upload(weights_layout(w.reshape(-1))), upload(b), kh, kw, cin, mult)
 
 
 def choose_row_tile(out_w: int, rows_x_blocks: int, stride: int, kernel_span: int) -> int:

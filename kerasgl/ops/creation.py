@@ -15,3 +15,11 @@ def fill(shape, value, dtype="float32", storage: str = "buffer") -> Tensor:
         dispatch.run("fill.comp", defines={"IS_INT": dtype == "int32"}, buffers=[out],
                      uniforms={"n": out.size, "value": value}, groups=dispatch.groups_for(out.size))
     return into_storage(out, storage)
+
+
+def zeros(shape, dtype="float32", storage: str = "buffer") -> Tensor:
+    return fill(shape, 0, dtype, storage)
+
+
+def ones(shape, dtype="float32", storage: str = "buffer") -> Tensor:
+    return fill(shape, 1, dtype, storage)

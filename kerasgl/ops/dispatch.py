@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import math
 
-from ..runtime import buffer_views, context, shaders
-from ..tensors import ownership
-from ..devices.llvmpipe import placement as worker_placement
+from ..runtime import buffer_views, context, recording, shaders
 
 MAX_GROUPS_PER_DIM = 65535
 DEFAULT_LOCAL_SIZE = 64
+# The active profilers (kerasgl/profiler/), innermost last; only kg.profile() changes it. Off, a
+# dispatch pays one list test, as for recording.
+profilers: list = []
 
 
 def groups_for(n_invocations: int, local_size: int = DEFAULT_LOCAL_SIZE) -> tuple[int, int, int]:
@@ -43,44 +44,25 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
         texture.bind_to_image(unit, read=read, write=write, format=fmt)
     views = [(v[0], v[1], v[2] if len(v) > 2 else "rgba32f") for v in views]
     for unit, tensor, fmt in views:
-        buffer_views.view_of(tensor._storage.gl, fmt).bind(unit)
+        buffer_views.view_of(tensor.gl_object, fmt).bind(unit)
     settings = resolve_uniforms(program, uniforms) if uniforms else ()
     set_uniforms(settings)
     groups = tuple(groups)
-    if groups == (1, 1, 1) and worker_placement.available():
-        # One work group runs on one worker: wake it on this CPU (worker_placement.py).
-        worker_placement.run_huddled(program.run, groups)
+    # program.run(*groups), as this driver wants it run (kerasgl/devices/: the plain policy just
+    # runs it; llvmpipe's places its worker threads first); a profiler times it in between.
+    if profilers:
+        profilers[-1].dispatch(name, defines, buffers, groups, program.run)
     else:
-        worker_placement.spread()
-        program.run(*groups)
+        context.policy().dispatch(program.run, groups)
     # Later dispatches and reads must see these writes.
     context.get_context().memory_barrier()
-    if ownership._recorders:
-        ownership._recorders[-1].dispatch(name, defines, program, buffers, handles, images,
-                                          settings, groups, views)
+    if recording.recorders:
+        recording.recorders[-1].dispatch(name, defines, program, buffers, handles, images,
+                                         settings, groups, views)
 
 
-# The value each uniform of a cached program holds (GL keeps uniforms in the program object), so
-# that a write of the same value is skipped: on llvmpipe any uniform write made the next dispatch
-# ~30 us slower (a 1-group matmul 31 -> 64 us), and a replayed plan or a repeated eager op mostly
-# writes what is already there. Every uniform write goes through set_uniforms; the table is
-# keyed by moderngl's uniform objects (kept alive here, so never confused with a later program's)
-# and emptied with the program cache (shaders.clear_program_cache).
-_uniform_values: dict = {}
-_UNSET = object()
-
-
-def set_uniforms(settings) -> None:
-    """Write (moderngl uniform member, value) pairs, skipping those already holding the value."""
-    held = _uniform_values
-    for member, value in settings:
-        if held.get(member, _UNSET) != value:
-            member.value = value
-            held[member] = value
-
-
-def forget_uniform_values() -> None:
-    _uniform_values.clear()
+# Uniform writes skip values a program already holds: the table lives with the program cache.
+set_uniforms = shaders.set_uniforms
 
 
 def resolve_uniforms(program, uniforms: dict) -> list:
@@ -103,7 +85,10 @@ def copy_buffer(dst, src, size: int, read_offset: int = 0, write_offset: int = 0
     """Copy `size` bytes between buffer tensors (GPU to GPU), recorded like a dispatch."""
     if size <= 0:
         return
-    context.get_context().copy_buffer(dst.gl_buffer(), src.gl_buffer(), size=size,
-                                      read_offset=read_offset, write_offset=write_offset)
-    if ownership._recorders:
-        ownership._recorders[-1].copy(dst, src, size, read_offset, write_offset)
+    if profilers:
+        profilers[-1].copy(dst, src, size, read_offset, write_offset)
+    else:
+        context.get_context().copy_buffer(dst.gl_buffer(), src.gl_buffer(), size=size,
+                                          read_offset=read_offset, write_offset=write_offset)
+    if recording.recorders:
+        recording.recorders[-1].copy(dst, src, size, read_offset, write_offset)

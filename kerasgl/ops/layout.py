@@ -6,7 +6,7 @@ import math
 from ..errors import ShapeError
 from ..tensors.tensor import Tensor, empty, view
 from . import dispatch
-from .storage_ops import any_storage
+from .storage_ops import any_storage, copy_buffer, to_texture
 
 MAX_RANK = 8
 
@@ -38,13 +38,7 @@ def reshape(x: Tensor, shape) -> Tensor:
 def copy(x: Tensor) -> Tensor:
     """A new tensor with the same contents, in the same kind of storage."""
     x._check_alive()
-    if x.storage == "texture":
-        from .storage_ops import to_texture
-        return to_texture(x)
-    out = empty(x.shape, x.dtype)
-    if x.size:
-        dispatch.copy_buffer(out, x, size=x.nbytes)
-    return out
+    return to_texture(x) if x.storage == "texture" else copy_buffer(x)
 
 
 def normalize_permutation(axes, rank: int) -> tuple[int, ...]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..tensors import ownership
 from ..errors import ShapeError
 from ..tensors.tensor import Tensor, empty, view
-from . import dispatch, elementwise, reduce
+from . import dispatch, elementwise, reduce, softmax
 from .storage_ops import any_storage
 
 
@@ -70,7 +70,6 @@ def masked_mean_over_time(x: Tensor, mask: Tensor, keepdims: bool = False) -> Te
 def masked_softmax(x: Tensor, mask: Tensor, axis=-1) -> Tensor:
     """Keras 3's Softmax layer with a mask broadcast to x as numpy does: masked logits become
     -1e9, and masked outputs 0 (so a fully masked row is all zeros, not uniform)."""
-    from . import softmax
     try:
         fits = mask.ndim <= x.ndim and elementwise.broadcast_shape(x.shape, mask.shape) == tuple(x.shape)
     except ShapeError:
@@ -84,4 +83,4 @@ def masked_softmax(x: Tensor, mask: Tensor, axis=-1) -> Tensor:
         filled = elementwise.mul(elementwise.binary("sub", mask, 1.0), 1e9)
         logits = elementwise.add(elementwise.mul(x, mask), filled)
         return elementwise.mul(softmax.softmax(logits, axis), mask)
-    return ownership.tidy(compute)
+    return ownership.tidy.run(compute)

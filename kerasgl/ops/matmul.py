@@ -10,13 +10,16 @@ loads wherever the layout allows; see `_layout_defines`.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..runtime import buffer_views, tuning
 from ..errors import ShapeError
-from ..tensors.tensor import Tensor, empty, view, zeros
-from . import dispatch
+from ..tensors.tensor import Tensor, empty, view
+from . import conv, dispatch, splits
+from .creation import zeros
 from .elementwise import broadcast_shape
-from .storage_ops import any_storage
+from .softmax import softmax as softmax_op
+from .storage_ops import any_storage, to_buffer
 
 MAX_BATCH_RANK = 6
 MAX_GROUPS_PER_DIM = 65535
@@ -133,6 +136,14 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
     fill its uniforms act_p0.. (e.g. the slope of leaky_relu). 'softmax': a softmax over each
     row, in the same dispatch, for N <= SOFTMAX_MAX_COLUMNS (a classifier head).
     """
+    return _matmul(a, b, bias, activation, activation_params, transpose_a, transpose_b)
+
+
+def _matmul(a, b, bias, activation, activation_params, transpose_a, transpose_b, out=None,
+            out_column: int = 0) -> Tensor:
+    """matmul's work. `out` (2-D operands only, no softmax): write the result into columns
+    [out_column, out_column + N) of this [M, wider] buffer tensor instead of a new one (a piece
+    of a ColumnSplit), and return it."""
     softmax = activation in ("softmax", "act_softmax")
     if softmax:
         activation = None
@@ -156,11 +167,20 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
     if softmax and N > SOFTMAX_MAX_COLUMNS:
         raise ShapeError(f"matmul: a softmax in the matmul needs at most {SOFTMAX_MAX_COLUMNS} "
                          f"columns. Received an output of shape {list(out_shape)}.")
-    if not softmax and a.ndim >= 2 and b.ndim >= 2 and _runs_as_conv(
+    if out is None and not softmax and a.ndim >= 2 and b.ndim >= 2 and _runs_as_conv(
             M, K, N, math.prod(out_shape[:-2]), transpose_a, transpose_b, a_shape, bias):
-        return _matmul_as_conv(a, b, bias, activation, activation_params, M, K, N, out_shape)
+        return _matmul_as_conv(a, ((0, b, bias),), activation, activation_params, M, K, N,
+                               out_shape)
 
-    out = empty(out_shape)
+    c_rs, c_off = N, 0           # the output's row stride and first column, in elements
+    if out is None:
+        out = empty(out_shape)
+    else:
+        if a.ndim != 2 or b.ndim != 2 or softmax or out.ndim != 2 or out.shape[0] != M \
+                or not 0 <= out_column <= out.shape[1] - N:
+            raise ShapeError(f"matmul into columns {out_column}..{out_column + N} of an output of "
+                             f"shape {list(out.shape)} takes 2-D operands of {M} rows, no softmax.")
+        c_rs, c_off = out.shape[1], out_column
     if out.size == 0:
         return out
     if K == 0:
@@ -188,14 +208,15 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | N
     b_view = views_wanted and b_aligned and buffer_views.fits(b.nbytes)
     defines = {
         "TM": tm, "NV": nv, "LX": lx, "LY": ly,
-        "A_VEC4": a_aligned, "B_VEC4": b_aligned, "C_VEC4": N % 4 == 0,
+        "A_VEC4": a_aligned, "B_VEC4": b_aligned,
+        "C_VEC4": N % 4 == 0 and c_rs % 4 == 0 and c_off % 4 == 0,
         "A_VIEW": a_view, "B_VIEW": b_view,
         "HAS_BIAS": bias is not None, "BIAS_VEC4": bias is not None and N % 4 == 0,
         "ACT": activation_function(activation), "BROADCAST": not plain, "SOFTMAX": softmax,
     }
     uniforms = {
         "M": M, "N": N, "K": K, "a_rs": a_rs, "a_cs": a_cs, "b_rs": b_rs, "b_cs": b_cs,
-        "a_off": 0, "b_off": 0, "batch_rank": len(merged),
+        "a_off": 0, "b_off": 0, "c_rs": c_rs, "c_off": c_off, "batch_rank": len(merged),
         "batch_shape": _pad([m[0] for m in merged], 1),
         "a_batch_strides": _pad([m[1] for m in merged]),
         "b_batch_strides": _pad([m[2] for m in merged]),
@@ -223,31 +244,35 @@ AS_CONV_MIN_WORK = 1 << 21
 
 
 def _runs_as_conv(M, K, N, n_batch, transpose_a, transpose_b, a_shape, bias) -> bool:
-    from .conv import choose_cout_vec
-    block = 4 * choose_cout_vec(N)
+    block = 4 * conv.choose_cout_vec(N)
     return (tuning.current().matmul_as_conv and n_batch == 1 and not transpose_a
             and not transpose_b and len(a_shape) >= 2 and K % 4 == 0
             and N % 4 == 0 and M >= 16 and N >= 16 and M * K * N >= AS_CONV_MIN_WORK
             and (bias is None or N % block == 0))
 
 
-def _matmul_as_conv(a, b, bias, activation, activation_params, M, K, N, out_shape):
+def _matmul_as_conv(a, columns, activation, activation_params, M, K, N, out_shape):
     """act(a @ b + bias) as a 1x1 convolution over M pixels of K channels (ops/conv.py) whose
     weights are B itself: row k of B holds input channel k's weights for all N outputs, so the
     kernel reads block j's four output-channel vec4s at B[k, 32j:32j+32] (strides in vec4s:
     N/4 between rows, cout_vec between blocks). The last block may read past N: into the next row,
     or past the buffer's end, where a view reads 0 (and a storage buffer its bounds-checked 0);
-    those channels are never written."""
-    from . import conv
+    those channels are never written.
+    columns: (first column, B's columns from there [K, width], their bias or None) per piece of
+    B: one, (0, b, bias), unless B is a ColumnSplit (whose pieces start on whole blocks)."""
     cout_vec = conv.choose_cout_vec(N)
-    blocks = math.ceil(N / (4 * cout_vec))
+    block = 4 * cout_vec
     temporaries = []
     try:
-        if bias is None:
-            bias = zeros((blocks * 4 * cout_vec,))
-            temporaries.append(bias)
-        kernel = conv.ConvKernel(b, bias, 1, 1, K, N, 1, cout_vec, row_stride=N // 4,
-                                 block_stride=cout_vec)
+        parts = []
+        for first, b, bias in columns:
+            width = b.shape[1]
+            blocks = math.ceil(width / block)
+            if bias is None:
+                bias = zeros((blocks * block,))
+                temporaries.append(bias)
+            parts.append(conv.ConvPiece(first // block, blocks, b, bias, row_stride=width // 4))
+        kernel = conv.ConvKernel(tuple(parts), 1, 1, K, N, 1, cout_vec, block_stride=cout_vec)
         pixels = view(a, (1, 1, M, K))
         temporaries.append(pixels)
         y = conv.conv2d(pixels, kernel, activation=conv.Pointwise(
@@ -261,14 +286,82 @@ def _matmul_as_conv(a, b, bias, activation, activation_params, M, K, N, out_shap
             t.dispose()
 
 
-def dense(x: Tensor, kernel: Tensor, bias: Tensor | None = None, activation: str | None = None,
+# -------------------------------------------------------------------------------------------------
+# Dense weights larger than one storage block (ops/splits.py)
+# -------------------------------------------------------------------------------------------------
+# Pieces of a split kernel are whole multiples of this many columns where that fits: 4 times the
+# convolution kernel's widest block of output channels (tuning conv_cout_vec, 8), so that a large
+# batch runs every piece on the convolution kernel like an unsplit matrix (_matmul_as_conv).
+SPLIT_COLUMNS = 32
+
+
+@dataclass(frozen=True)
+class ColumnSplit:
+    """A Dense kernel [K, N] and its bias too large for one storage block, held as pieces of
+    whole columns, each in a buffer of its own: x @ kernel runs one matmul dispatch per piece,
+    each writing its columns of the one output (dense). VGG16's fc1, 25088 x 4096 (411 MB),
+    is 4 pieces of 1024 columns under llvmpipe's 128 MiB."""
+    shape: tuple             # (K, N), as the kernel's
+    pieces: tuple            # (first column, kernel columns [K, width], bias [width] or None)
+
+    ndim = 2
+
+    def dispose(self) -> None:
+        for _, kernel, bias in self.pieces:
+            kernel.dispose()
+            if bias is not None:
+                bias.dispose()
+
+
+def upload_dense(kernel, bias, upload, owner: str = "A Dense layer"):
+    """(kernel, bias) of a Dense on the GPU, through `upload(array) -> Tensor` (a layer's, which
+    owns them): two tensors (bias None if absent), or, for a kernel larger than one storage
+    block, a ColumnSplit holding the bias too, and None. `owner` names the layer in errors."""
+    rows, columns = kernel.shape
+    what = f"{owner}: its kernel of shape {list(kernel.shape)}"
+    limit = splits.storage_block_bytes()
+    multiple = next((m for m in (SPLIT_COLUMNS, 4) if m * 4 * rows <= limit), 1)
+    cut = splits.pieces(columns, 4 * rows, what, "column(s)", multiple=multiple)
+    if len(cut) == 1:
+        return upload(kernel), (upload(bias) if bias is not None else None)
+    pieces = tuple((first, upload(kernel[:, first:first + width]),
+                    upload(bias[first:first + width]) if bias is not None else None)
+                   for first, width in cut)
+    return ColumnSplit((rows, columns), pieces), None
+
+
+def _split_matmul(rows: Tensor, split: ColumnSplit, activation, activation_params) -> Tensor:
+    """act(rows @ kernel + bias) for a 2-D buffer tensor `rows` and a ColumnSplit kernel."""
+    M, K = rows.shape
+    N = split.shape[1]
+    block = 4 * conv.choose_cout_vec(N)
+    if _runs_as_conv(M, K, N, 1, False, False, rows.shape, None) and all(
+            first % block == 0 and piece.shape[1] % 4 == 0
+            and (bias is None or piece.shape[1] % block == 0)
+            for first, piece, bias in split.pieces):
+        return _matmul_as_conv(rows, split.pieces, activation, activation_params, M, K, N, (M, N))
+    out = empty((M, N))
+    try:
+        for first, piece, bias in split.pieces:
+            _matmul(rows, piece, bias, activation, activation_params, False, False, out=out,
+                    out_column=first)
+    except BaseException:
+        out.dispose()
+        raise
+    return out
+
+
+def dense(x: Tensor, kernel, bias: Tensor | None = None, activation: str | None = None,
           activation_params: tuple = ()) -> Tensor:
     """x @ kernel (+ bias, activation) over the last dimension of an input of any rank >= 1:
-    the leading dimensions are folded into the rows of one 2-D matmul (a view, no copy)."""
+    the leading dimensions are folded into the rows of one 2-D matmul (a view, no copy).
+    kernel: a Tensor, or a ColumnSplit (upload_dense) holding the bias itself."""
     _check_operand(x, "x")
     if kernel.ndim != 2 or x.shape[-1] != kernel.shape[0]:
         raise ShapeError(f"dense expects the last input dimension to be {kernel.shape[0]}. "
                          f"Received input shape {list(x.shape)}.")
+    if isinstance(kernel, ColumnSplit):
+        return _split_dense(x, kernel, activation, activation_params)
     if x.ndim == 2:
         return matmul(x, kernel, bias, activation, activation_params)
     rows = view(x, (math.prod(x.shape[:-1]), x.shape[-1]))
@@ -280,3 +373,25 @@ def dense(x: Tensor, kernel: Tensor, bias: Tensor | None = None, activation: str
         return view(flat, x.shape[:-1] + (kernel.shape[1],))
     finally:
         flat.dispose()
+
+
+def _split_dense(x: Tensor, kernel: ColumnSplit, activation, activation_params) -> Tensor:
+    """dense over a ColumnSplit kernel: the rows in a buffer, one dispatch per piece (a softmax,
+    which needs whole rows, runs after them)."""
+    softmax = activation in ("softmax", "act_softmax")
+    temporaries = []
+    try:
+        if x.storage != "buffer":
+            x = to_buffer(x)
+            temporaries.append(x)
+        rows = view(x, (math.prod(x.shape[:-1]), x.shape[-1]))
+        temporaries.append(rows)
+        flat = _split_matmul(rows, kernel, None if softmax else activation, activation_params)
+        temporaries.append(flat)
+        if softmax:
+            flat = softmax_op(flat)
+            temporaries.append(flat)
+        return view(flat, x.shape[:-1] + (kernel.shape[1],))
+    finally:
+        for t in temporaries:
+            t.dispose()

@@ -15,6 +15,8 @@ from ..errors import ShapeError
 from ..tensors.tensor import Tensor, empty, view
 from . import dispatch
 from .checks import float32_tensor
+from .creation import fill
+from .layout import copy
 from .storage_ops import any_storage
 
 OPS = {"sum": 0, "mean": 0, "max": 1, "min": 2}
@@ -121,8 +123,6 @@ def reduce(op: str, x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
 
 def _without_work(op: str, x: Tensor, out_shape, count: int) -> Tensor:
     """Cases with nothing to reduce: an empty output, an empty axis, or no axes at all."""
-    from .creation import fill
-    from .layout import copy
     if math.prod(out_shape) == 0:
         return empty(out_shape)
     if count == 0:   # numpy: the sum of nothing is 0, the mean of nothing is nan

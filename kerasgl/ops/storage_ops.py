@@ -19,9 +19,16 @@ def to_texture(x: Tensor) -> Tensor:
 def to_buffer(x: Tensor) -> Tensor:
     x._check_alive()
     if x.storage == "buffer":
-        from .layout import copy
-        return copy(x)
+        return copy_buffer(x)
     return _convert(x, "buffer", "texture_to_buffer.comp")
+
+
+def copy_buffer(x: Tensor) -> Tensor:
+    """A new buffer tensor with the contents of buffer tensor x (a GPU-side copy)."""
+    out = empty(x.shape, x.dtype)
+    if x.size:
+        dispatch.copy_buffer(out, x, size=x.nbytes)
+    return out
 
 
 def _convert(x: Tensor, storage: str, shader: str) -> Tensor:

@@ -7,7 +7,7 @@ texture-buffer view made a 1024^3 matmul 2.2x faster (16.6 -> 36.5 GFLOP/s) with
 shares its buffer's data store. Which kernels read through views is a per-device choice
 (kerasgl/runtime/tuning.py); the values and the order of the sums are the same either way.
 
-A view is a GL texture, owned like every GL object (ownership.py): one per buffer, made on first
+A view is a GL texture, owned like every GL object (objects.py): one per buffer, made on first
 use, kept with the buffer and released with it, before it (GL keeps a buffer's memory alive while a
 texture still refers to it).
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 
 from . import context
-from ..tensors import ownership
+from .objects import GLObject
 
 GL_TEXTURE_BUFFER = 0x8C2A
 GL_READ_ONLY = 0x88B8
@@ -28,7 +28,7 @@ FORMATS = {"rgba32f": (0x8814, 16), "r32f": (0x822E, 4)}
 
 class TextureBufferView:
     """The GL texture viewing one buffer as texels of one format. Has the two things
-    ownership.GLObject needs of a handle: `glo` and `release()`."""
+    objects.GLObject needs of a handle: `glo` and `release()`."""
     __slots__ = ("glo", "texels", "format", "_bind_image")
 
     def __init__(self, buffer_glo: int, nbytes: int, fmt: str = "rgba32f"):
@@ -66,7 +66,7 @@ def fits(nbytes: int, fmt: str = "rgba32f") -> bool:
     return nbytes // FORMATS[fmt][1] <= max_texels()
 
 
-def view_of(buffer: ownership.GLObject, fmt: str = "rgba32f") -> TextureBufferView:
+def view_of(buffer: GLObject, fmt: str = "rgba32f") -> TextureBufferView:
     """The view of a registered buffer in this format, made on first use and released with the
     buffer (a buffer's views are a list on its GLObject; there is rarely more than one)."""
     views = buffer.views
@@ -78,7 +78,7 @@ def view_of(buffer: ownership.GLObject, fmt: str = "rgba32f") -> TextureBufferVi
             return obj.handle
     view = TextureBufferView(buffer.glo, buffer.handle.size, fmt)
     # 0 bytes: the memory is the buffer's, already counted there.
-    views.append(ownership.GLObject("texture", view, 0, f"{fmt} view of {buffer.label}"))
+    views.append(GLObject("texture", view, 0, f"{fmt} view of {buffer.label}"))
     return view
 
 
@@ -86,5 +86,13 @@ def view_of_handle(handle, fmt: str, owner_objects: list, label: str) -> Texture
     """A view of a moderngl buffer that is not a tensor's (an execution plan's shared buffer),
     registered and appended to `owner_objects`, which the caller releases before the buffer."""
     view = TextureBufferView(handle.glo, handle.size, fmt)
-    owner_objects.append(ownership.GLObject("texture", view, 0, label))
+    owner_objects.append(GLObject("texture", view, 0, label))
     return view
+
+
+def _forget_max_texels() -> None:
+    global _max_texels
+    _max_texels = None       # the next context may be another device's
+
+
+context.on_shutdown(_forget_max_texels)

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
+import dataclasses
 import threading
 from dataclasses import dataclass
 
-from ..devices.llvmpipe import threads as llvmpipe_threads
-from ..errors import GLContextError
+from .. import devices
+from .. import settings
+from . import egl_devices
+from ..errors import GLContextError, SettingError
 
-DEVICE_ENV = "KERASGL_EGL_DEVICE"
+DEVICE_ENV = settings.SETTINGS["egl_device"].name
 
 _INSTALL_HINT = (
     "kerasgl needs OpenGL 4.3+ through EGL. On Debian/Ubuntu install Mesa's EGL and DRI drivers "
@@ -28,6 +30,7 @@ _ctx = None
 _owner_thread: int | None = None
 _device_index: int | None = None
 _gl: "_DriverGL | None" = None
+_policy: "devices.DevicePolicy | None" = None
 _lock = threading.Lock()
 
 
@@ -45,19 +48,18 @@ def select_device(index: int) -> None:
 def _requested_device() -> int | None:
     if _device_index is not None:
         return _device_index
-    value = os.environ.get(DEVICE_ENV)
-    if value in (None, ""):
-        return None
     try:
-        return int(value)
-    except ValueError:
-        raise GLContextError(f"{DEVICE_ENV} must be an integer EGL device index, got {value!r}.")
+        named = settings.get("egl_device")
+    except SettingError as exc:      # no context can be made: the error GL users catch
+        raise GLContextError(str(exc)) from exc
+    # None asked for by name: the GPU the environment gives this process (egl_devices.py).
+    return named if named is not None else egl_devices.assigned().index
 
 
 def get_context():
     """The moderngl context, created on first use. Raises GLContextError when GL is unusable or
     when called from a thread other than the one that created it."""
-    global _ctx, _owner_thread, _gl
+    global _ctx, _owner_thread, _gl, _policy
     if _ctx is not None:
         if threading.get_ident() != _owner_thread:
             raise GLContextError(
@@ -76,7 +78,7 @@ def get_context():
         device = _requested_device()
         if device is not None:
             settings["device_index"] = device
-        threads_before = llvmpipe_threads.thread_names()
+        threads_before = devices.thread_names()      # a driver's workers appear while it starts
         try:
             ctx = moderngl.create_context(**settings)
         except Exception as exc:
@@ -84,13 +86,28 @@ def get_context():
                 f"Could not create a headless OpenGL 4.3 context through EGL"
                 f"{'' if device is None else f' on device {device}'}: {exc}. {_INSTALL_HINT}"
             ) from exc
+        # What this driver needs done that no other may run (kerasgl/devices/), picked once.
+        renderer = ctx.info["GL_RENDERER"]
+        try:
+            chosen = devices.policy_for(renderer)
+        except SettingError as exc:
+            ctx.release()
+            raise GLContextError(str(exc)) from exc
         # Objects die when kerasgl releases them, never when Python collects a wrapper.
         ctx.gc_mode = None
-        _ctx, _owner_thread = ctx, threading.get_ident()
+        _ctx, _owner_thread, _policy = ctx, threading.get_ident(), chosen
         _gl = _DriverGL()
-        if "llvmpipe" in ctx.info["GL_RENDERER"].lower():
-            llvmpipe_threads.pin_new_workers(threads_before)
+        chosen.context_created(devices.ContextFacts(renderer, ctx.info["GL_VERSION"],
+                                                    threads_before))
         return _ctx
+
+
+def policy() -> "devices.DevicePolicy":
+    """The device policy the context picked when it was made (kerasgl/devices/), the context
+    made on first use: the only way the core learns what its driver needs."""
+    if _ctx is None:
+        get_context()
+    return _policy
 
 
 def check_thread() -> None:
@@ -131,7 +148,8 @@ class Info:
     egl_device: int
     limits: Limits
     # llvmpipe only (None elsewhere): the threads its compute dispatches run on (0 = inline),
-    # and the CPUs they were pinned to (kerasgl/devices/llvmpipe/threads.py; () = not pinned).
+    # and the CPUs they were pinned to (kerasgl/devices/llvmpipe/threads.py; () = not pinned),
+    # as the device policy reports them.
     llvmpipe_threads: int | None = None
     llvmpipe_pinned: tuple = ()
 
@@ -164,8 +182,12 @@ _limits: Limits | None = None
 
 
 def limits() -> Limits:
-    """The driver limits that matter to kerasgl, read once."""
+    """The driver limits that matter to kerasgl, read once; the storage block lowered to
+    KERASGL_MAX_STORAGE_BLOCK where that is set and lower (testing the splitting of weights)."""
     global _limits
+    lowered = settings.get("max_storage_block")
+    if lowered is not None and _limits is not None and lowered < _limits.max_ssbo_block_bytes:
+        return dataclasses.replace(_limits, max_ssbo_block_bytes=lowered)
     if _limits is None:
         gl = driver()
         _limits = Limits(
@@ -177,20 +199,24 @@ def limits() -> Limits:
             max_work_group_invocations=gl.get_integer(0x90EB),
             max_shared_memory_bytes=gl.get_integer(0x8262),     # GL_MAX_COMPUTE_SHARED_MEMORY_SIZE
         )
+        if lowered is not None:
+            return limits()
     return _limits
 
 
 def info() -> Info:
     """Vendor, renderer, GL version and limits of the GPU kerasgl runs on."""
     ctx = get_context()
-    renderer = ctx.info["GL_RENDERER"]
     return Info(
-        vendor=ctx.info["GL_VENDOR"], renderer=renderer,
+        vendor=ctx.info["GL_VENDOR"], renderer=ctx.info["GL_RENDERER"],
         version=ctx.info["GL_VERSION"],
         glsl_version=driver().get_string(0x8B8C),  # GL_SHADING_LANGUAGE_VERSION
         egl_device=_requested_device() or 0, limits=limits(),
-        llvmpipe_threads=llvmpipe_threads.count() if "llvmpipe" in renderer.lower() else None,
-        llvmpipe_pinned=llvmpipe_threads.pinned_cpus())
+        llvmpipe_threads=_policy.compute_threads(), llvmpipe_pinned=_policy.pinned_cpus())
+
+
+# glObjectLabel's identifier for each kind of GLObject: GL_BUFFER, GL_TEXTURE, GL_PROGRAM.
+_LABEL_IDENTIFIERS = {"buffer": 0x82E0, "texture": 0x1702, "program": 0x82E2, "query": 0x82E3}
 
 
 class _DriverGL:
@@ -231,6 +257,32 @@ class _DriverGL:
         self.glTexBuffer = fn("glTexBuffer", None, u32, u32, u32)
         self.glBindImageTexture = fn("glBindImageTexture", None, u32, u32, i32, ctypes.c_ubyte, i32,
                                      u32, u32)
+        # Debug labels (GL 4.3 core, KHR_debug): every GLObject's label, for GL debuggers.
+        self._glObjectLabel = fn("glObjectLabel", None, u32, u32, i32, ctypes.c_char_p)
+        self._glGetObjectLabel = fn("glGetObjectLabel", None, u32, u32, i32, ctypes.POINTER(i32),
+                                    ctypes.c_char_p)
+        self._max_label = max(1, self.get_integer(0x82E8) - 1)   # GL_MAX_LABEL_LENGTH, less the NUL
+        # Timer queries (GL 3.3 core): per-dispatch GPU timestamps for kerasgl/profiler/.
+        self.glGenQueries = fn("glGenQueries", None, i32, ctypes.POINTER(u32))
+        self.glDeleteQueries = fn("glDeleteQueries", None, i32, ctypes.POINTER(u32))
+        self.glIsQuery = fn("glIsQuery", ctypes.c_ubyte, u32)
+        self.glQueryCounter = fn("glQueryCounter", None, u32, u32)
+        self.glGetQueryiv = fn("glGetQueryiv", None, u32, u32, ctypes.POINTER(i32))
+        self.glGetQueryObjectui64v = fn("glGetQueryObjectui64v", None, u32, u32,
+                                        ctypes.POINTER(ctypes.c_uint64))
+        self.glGetInteger64v = fn("glGetInteger64v", None, u32, ctypes.POINTER(ctypes.c_int64))
+
+    def set_label(self, kind: str, glo: int, label: str) -> None:
+        """Name GL object `glo` of kind 'buffer' / 'texture' / 'program' for debuggers (cut to
+        GL_MAX_LABEL_LENGTH: a longer label would be refused)."""
+        self._glObjectLabel(_LABEL_IDENTIFIERS[kind], glo, -1, label.encode()[:self._max_label])
+
+    def label(self, kind: str, glo: int) -> str:
+        """The label the driver holds for GL object `glo` ('' if none)."""
+        size = self._max_label + 1
+        out, length = ctypes.create_string_buffer(size), ctypes.c_int(0)
+        self._glGetObjectLabel(_LABEL_IDENTIFIERS[kind], glo, size, ctypes.byref(length), out)
+        return out.value[:length.value].decode(errors="replace")
 
     def get_integer(self, pname: int) -> int:
         out = ctypes.c_int(0)
@@ -262,3 +314,67 @@ class _DriverGL:
             self._glGetTextureLevelParameteriv(glo, 0, pname, ctypes.byref(out))
             values.append(out.value)
         return tuple(values)
+
+
+# -------------------------------------------------------------------------------------------------
+# Closing the context (kg.shutdown)
+# -------------------------------------------------------------------------------------------------
+# The layers above this module hold the GL objects (the object registry, tensors, the program
+# cache, models and their plans); this module may not import them, so each registers here what
+# frees its objects, and shutdown() calls those before destroying the context. Last registered
+# runs first: a module registers when it is imported, after the modules it imports, so models
+# let go before tensors and tensors before the registry's leftovers.
+_release_hooks: list = []
+_census = None
+
+
+def on_shutdown(release) -> None:
+    """Have shutdown() call `release()` (no arguments) to free GL objects held above this module.
+    Registering the same function twice registers it once."""
+    if release not in _release_hooks:
+        _release_hooks.append(release)
+
+
+def set_shutdown_census(count) -> None:
+    """Have shutdown() call `count()` after every release hook and before the context goes, for
+    the driver's own count of the GL objects it still holds ({kind: number}; driver_objects.py)."""
+    global _census
+    _census = count
+
+
+def shutdown() -> dict | None:
+    """Close the GL context: free every GL object kerasgl holds (tensors, model weights, execution
+    plans, compiled programs, texture views), then destroy the context itself. Live tensors and
+    models are disposed (using one afterwards raises DisposedError). The next kerasgl call, from
+    any thread, creates a fresh context; select_device() may be called again before it.
+
+    Returns what the driver still counted just before the context was destroyed ({'buffer': 0,
+    'texture': 0, 'program': 0} when everything was released), or None when there was no
+    context. Must be called on the thread that owns the context (GLContextError otherwise): for a
+    context owned by a kg.Worker, close the worker (it calls this on its thread)."""
+    global _ctx, _owner_thread, _gl, _policy, _limits
+    if _ctx is None:
+        return None
+    get_context()                       # refuses other threads before anything is freed
+    for release in reversed(list(_release_hooks)):
+        release()
+    left = dict(_census()) if _census is not None else {}
+    with _lock:
+        ctx = _ctx
+        _ctx, _owner_thread, _gl, _policy, _limits = None, None, None, None, None
+    # Not current any more first: EGL destroys a context still current on a thread only once
+    # it is unbound, which would never happen on a thread that is ending (a worker's).
+    ctx.__exit__(None, None, None)
+    ctx.release()
+    return left
+
+
+def device_choice() -> "egl_devices.DeviceChoice":
+    """The EGL device the context opens (or opened) and why: select_device(), KERASGL_EGL_DEVICE,
+    else the GPU the environment assigns (CUDA_VISIBLE_DEVICES ...: egl_devices.py)."""
+    if _device_index is not None:
+        return egl_devices.DeviceChoice(_device_index, f"select_device({_device_index})")
+    named = settings.get("egl_device")
+    if named is not None:
+        return egl_devices.DeviceChoice(named, f"{DEVICE_ENV}={named}")
+    return egl_devices.assigned()

@@ -1,4 +1,4 @@
-"""GL objects as the driver sees them, to check kerasgl's own registry (ownership.py) against.
+"""GL objects as the driver sees them, to check kerasgl's own registry (objects.py) against.
 
 The driver has no "list every object" call, so we ask it about each name: glIsBuffer, glIsTexture
 and glIsProgram over every name up to the highest kerasgl has been given (plus a margin, to catch
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import context
-from ..tensors import ownership
+from . import context, objects
 
 KINDS = ("buffer", "texture", "program")
+# The profiler's timer queries (kerasgl/profiler/) live only inside a `with kg.profile()` block:
+# probed like the rest, and in counts() only while the driver holds some.
+PROBED_KINDS = KINDS + ("query",)
 PROBE_MARGIN = 64
 _BYTES_PER_TEXEL = {0x822E: 4, 0x8235: 4, 0x8236: 4, 0x8814: 16, 0x8D70: 16, 0x8058: 4, 0x881A: 8,
                     0x822D: 2, 0x8230: 8, 0x8229: 1}   # R32F R32I R32UI RGBA32F RGBA32UI RGBA8 ...
@@ -29,7 +31,10 @@ class DriverObjects:
         return len(self.names.get(kind, ()))
 
     def counts(self) -> dict:
-        return {kind: self.count(kind) for kind in KINDS}
+        found = {kind: self.count(kind) for kind in KINDS}
+        if self.count("query"):
+            found["query"] = self.count("query")
+        return found
 
 
 def _texture_bytes(gl, glo: int) -> int:
@@ -40,22 +45,26 @@ def _texture_bytes(gl, glo: int) -> int:
 
 
 def probe_limit(kind: str) -> int:
-    return ownership.highest_name_seen(kind) + PROBE_MARGIN
+    return objects.highest_name_seen(kind) + PROBE_MARGIN
 
 
 def is_live(kind: str, glo: int) -> bool:
     """Whether the driver still knows GL name `glo` as an object of this kind."""
     gl = context.driver()
-    probe = {"buffer": gl.glIsBuffer, "texture": gl.glIsTexture, "program": gl.glIsProgram}[kind]
-    return bool(probe(glo))
+    return bool(_probes(gl)[kind](glo))
+
+
+def _probes(gl) -> dict:
+    return {"buffer": gl.glIsBuffer, "texture": gl.glIsTexture, "program": gl.glIsProgram,
+            "query": gl.glIsQuery}
 
 
 def driver_objects() -> DriverObjects:
-    """Ask the driver which buffers, textures and programs exist in kerasgl's context."""
+    """Ask the driver which buffers, textures, programs and queries exist in kerasgl's context."""
     gl = context.driver()
-    probes = {"buffer": gl.glIsBuffer, "texture": gl.glIsTexture, "program": gl.glIsProgram}
+    probes = _probes(gl)
     names, sizes = {}, {}
-    for kind in KINDS:
+    for kind in PROBED_KINDS:
         live = [glo for glo in range(1, probe_limit(kind) + 1) if probes[kind](glo)]
         names[kind] = live
         if kind == "buffer":
@@ -69,8 +78,8 @@ def driver_objects() -> DriverObjects:
 
 def registry_names() -> dict:
     """kind -> sorted GL names of the objects kerasgl's registry holds alive."""
-    names = {kind: [] for kind in KINDS}
-    for obj in ownership.live_gl_objects():
+    names = {kind: [] for kind in PROBED_KINDS}
+    for obj in objects.live_gl_objects():
         names.setdefault(obj.kind, []).append(obj.glo)
     return {kind: sorted(v) for kind, v in names.items()}
 
@@ -79,7 +88,7 @@ def mismatches() -> list[str]:
     """Differences between kerasgl's registry and the driver (empty when they agree)."""
     found, ours = driver_objects(), registry_names()
     problems = []
-    for kind in KINDS:
+    for kind in PROBED_KINDS:
         extra = sorted(set(found.names.get(kind, ())) - set(ours.get(kind, ())))
         missing = sorted(set(ours.get(kind, ())) - set(found.names.get(kind, ())))
         if extra:
@@ -87,3 +96,8 @@ def mismatches() -> list[str]:
         if missing:
             problems.append(f"kerasgl's registry lists {kind}s the driver does not have: {missing}")
     return problems
+
+
+# kg.shutdown() reports what the driver still counts just before the context goes (all zero when
+# every owner released its objects).
+context.set_shutdown_census(lambda: driver_objects().counts())

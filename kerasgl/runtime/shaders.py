@@ -1,4 +1,5 @@
-"""Finds the GLSL files in `shaders/`, resolves `#include`, injects `#define`s, compiles, caches.
+"""Finds the GLSL files in `shaders/`, resolves `#include`, injects `#define`s, compiles, caches;
+and remembers the value each cached program's uniforms hold (set_uniforms).
 
 A program is keyed by (file, defines): each distinct key compiles once per context and lives as
 long as the context (or until `clear_program_cache()`); `memory()` counts programs as GL objects.
@@ -10,7 +11,7 @@ import re
 
 from . import context
 from ..errors import KerasGLError
-from ..tensors.ownership import GLObject
+from .objects import GLObject
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.MULTILINE)
 _cache: dict[tuple, GLObject] = {}
@@ -80,15 +81,52 @@ def program(name: str, defines: dict | None = None):
     return compiled
 
 
+def program_key(name: str, defines: dict | None = None) -> tuple:
+    """The program cache's key for shaders/<name> with these defines."""
+    return (name, tuple(sorted((defines or {}).items())))
+
+
+def cached_program_object(key: tuple) -> GLObject | None:
+    """The GLObject of the program cached under `key` (program_key), None if none was compiled:
+    execution plans keep it to know whether their programs are still alive."""
+    return _cache.get(key)
+
+
 def clear_program_cache() -> None:
     """Delete every cached program (they are compiled again on next use)."""
     for obj in _cache.values():
         obj.release()
     _cache.clear()
     _sources.clear()
-    from ..ops import dispatch
-    dispatch.forget_uniform_values()
+    _uniform_values.clear()
 
 
 def cached_program_count() -> int:
     return sum(1 for obj in _cache.values() if obj.alive)
+
+
+# The value each uniform of a cached program holds (GL keeps uniforms in the program object), so
+# that a write of the same value is skipped: on llvmpipe any uniform write made the next dispatch
+# ~30 us slower (a 1-group matmul 31 -> 64 us), and a replayed plan or a repeated eager op mostly
+# writes what is already there. Every uniform write goes through set_uniforms (ops/dispatch.py,
+# plans); the table is keyed by moderngl's uniform objects (kept alive here, so never confused
+# with a later program's) and emptied with the program cache (clear_program_cache).
+_uniform_values: dict = {}
+_UNSET = object()
+
+
+def set_uniforms(settings) -> None:
+    """Write (moderngl uniform member, value) pairs, skipping those already holding the value."""
+    held = _uniform_values
+    for member, value in settings:
+        if held.get(member, _UNSET) != value:
+            member.value = value
+            held[member] = value
+
+
+def forget_uniform_values() -> None:
+    """Forget what every uniform holds (the next set_uniforms writes each value again)."""
+    _uniform_values.clear()
+
+
+context.on_shutdown(clear_program_cache)      # kg.shutdown(): the programs go with the context

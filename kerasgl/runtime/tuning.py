@@ -11,8 +11,8 @@ Choices come from three places, later ones winning:
    by renderer and GL version, written by a short measurement of the variants on the device
    (kerasgl/autotune.py: `kerasgl tune` from the shell); never required: an unreadable or
    unwritable cache is ignored;
-3. the environment variable KERASGL_TUNING, e.g. `conv_weights_image=0,conv_input_image=0`
-   (what the tests use to run every variant).
+3. the setting KERASGL_TUNING (kerasgl/settings.py: the environment variable, or an override),
+   e.g. `conv_weights_image=0,conv_input_image=0` (what the tests use to run every variant).
 
 Why image loads on llvmpipe: Mesa's llvmpipe loads a shader storage buffer lane by lane and
 component by component, with a bounds check and a branch each, while an image load of an RGBA32F
@@ -25,13 +25,13 @@ buffers 35, weights from an image 51, both from images 71; matmul.comp at 1024^3
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from dataclasses import dataclass
 
-from .. import cache_files
+from .. import cache_files, settings
+from . import context
 
-ENV = "KERASGL_TUNING"
+ENV = settings.SETTINGS["tuning"].name
 CACHE_FILE = "tuning.json"
 
 
@@ -48,13 +48,18 @@ class Tuning:
     conv_pix: int = 16                 # most output pixels per convolution invocation
     conv_cout_vec: int = 8             # most vec4s of output channels per invocation
     conv_local_size: int = 16          # lanes per work group of the convolution kernels
+    # Packed convolution weights never 2^k vec4s long (one unread vec4 appended): llvmpipe
+    # compiles a second variant of a program for images whose width is a power of two
+    # (ops/conv.not_power_of_two_texels; ~1.9 s of ResNet50's cold first predict there).
+    conv_weights_not_power_of_two: bool = False
 
 
 # Renderer substring (lower case) -> settings. First match wins.
 _DEFAULTS = (
     ("llvmpipe", Tuning(conv_weights_image=True, conv_input_image=True, matmul_views=True,
                         window_views=True, depthwise_views=True, elementwise_views=True,
-                        matmul_as_conv=True, conv_local_size=8)),
+                        matmul_as_conv=True, conv_local_size=8,
+                        conv_weights_not_power_of_two=True)),
 )
 
 _current: Tuning | None = None
@@ -64,7 +69,6 @@ _overridden: dict = {}
 def device_key() -> str:
     """'renderer | GL version' (and llvmpipe's thread count): what a measured choice is valid
     for. Inline llvmpipe (LP_NUM_THREADS=0) has no per-dispatch wait, so it may choose differently."""
-    from . import context
     info = context.info()
     threads = "" if info.llvmpipe_threads is None else f" | {info.llvmpipe_threads} threads"
     return f"{info.renderer} | {info.version}{threads}"
@@ -119,13 +123,12 @@ def current() -> Tuning:
     """The settings for the device kerasgl runs on (computed once per process)."""
     global _current
     if _current is None:
-        from . import context
         tuning = defaults_for(context.info().renderer)
         cached = _read_cache().get(device_key())
         if isinstance(cached, dict):
             tuning = _apply(tuning, cached)
         _current = tuning
-    text = os.environ.get(ENV, "")
+    text = settings.get("tuning")       # the environment or an override (autotune's trials)
     if not text:
         return _current
     key = (_current, text)

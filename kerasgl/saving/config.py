@@ -36,16 +36,16 @@ Layer config (LayerSpec.config)
   which formula applies.
 - InputLayer: "batch_shape" (list, None for unknown dims), "dtype", "sparse", "ragged".
 - Keras 2 `batch_input_shape` is removed from non-input layers (it became the InputLayer).
-- BatchNormalization "axis": a one-element list becomes an int; a longer list (Keras 2 allowed
-  several axes; its weights then have the broadcast shape, e.g. (1, H, 1, C)) stays a list.
-  Keras 2 "renorm": True stays in the config, but the three training-only arrays it adds are
-  dropped from `weights` (weight_assign.drop_training_only_weights): inference is plain BN.
-  LeakyReLU: "negative_slope" (Keras 2's "alpha" renamed). GRU: "reset_after" always present
-  (Keras 2 files that predate it meant False).
-- "groups" is removed from DepthwiseConv*, SeparableConv* and Conv*Transpose (Keras 2 wrote it
-  there, where it meant nothing; see _NO_GROUPS_IN_KERAS3). Embedding: Keras 2's "input_length"
-  is removed (the input shape lives on the InputLayer).
-  SpatialDropout*: Keras 2's "noise_shape" is removed.
+- Options that older files (Keras 2) spell differently are made Keras 3's by the layer class's
+  `normalize_keras2_config` (kerasgl/layers/*.py, declared through saving/layer_rules.py), e.g.:
+  BatchNormalization "axis": a one-element list becomes an int (a longer list, Keras 2's several
+  axes, stays a list; its weights then have the broadcast shape, e.g. (1, H, 1, C)); LeakyReLU:
+  "negative_slope" (Keras 2's "alpha" renamed); GRU: "reset_after" always present (Keras 2 files
+  that predate it meant False); "groups" removed from DepthwiseConv*, SeparableConv* and
+  Conv*Transpose (Keras 2 wrote it there, where it meant nothing); Embedding's "input_length"
+  and SpatialDropout*'s "noise_shape" removed. Keras 2 BatchNormalization "renorm": True stays in
+  the config, but the three training-only arrays it adds are dropped from `weights` (its
+  inference_weights): inference is plain BN.
 - Kept as written, for the layers to read: Keras 2 MultiHeadAttention's "query_shape" /
   "key_shape" / "value_shape" (build shapes) and "softmax_robust_masking".
 - RNN layers (SimpleRNN/LSTM/GRU/RNN, also inside Bidirectional): Keras 2's "time_major" is
@@ -62,7 +62,8 @@ import re
 from typing import Any
 
 from ..errors import ModelFileError
-from . import nodes
+from . import layer_rules, nodes
+from .json_text import check_nesting
 from .spec import LayerSpec, ModelSpec, TensorRef
 
 MODEL_CLASSES = {"Sequential", "Functional", "Model"}
@@ -160,8 +161,19 @@ def _normalize_sublayer(value: dict) -> dict:
     return out
 
 
+def _is_number_tree(value) -> bool:
+    if isinstance(value, list):
+        return all(_is_number_tree(v) for v in value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) or value is None
+
+
 def _normalize_nested_values(value):
     if isinstance(value, dict):
+        # tf.keras 1.x wrote numpy values (ReLU's max_value) as {"type": "ndarray", "value": 6.0};
+        # its loader made them arrays again: here the plain number (or nested list of numbers).
+        if set(value) == {"type", "value"} and value["type"] == "ndarray" \
+                and _is_number_tree(value["value"]):
+            return value["value"]
         if _looks_like_layer(value):
             return _normalize_sublayer(value)
         return {k: _normalize_nested_values(v) for k, v in value.items()}
@@ -195,17 +207,6 @@ def normalize_input_layer_config(config: dict) -> dict:
     return out
 
 
-# Keras 2 put `groups` on every Conv subclass. On these it meant nothing: DepthwiseConv and
-# SeparableConv always wrote 1, and tf-keras' transposed convolutions ignore the value (their
-# kernel is the full (k, k, filters, in_channels) kernel and they run an ungrouped transposed
-# convolution even with groups=2; see the conv_groups_and_transpose fixture). Keras 3's classes
-# have no such argument (and refuse the file).
-_NO_GROUPS_IN_KERAS3 = {
-    "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D",
-    "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose",
-}
-
-
 def normalize_layer_config(class_name: str, config: dict) -> dict:
     """One layer's config in the form described in this module's docstring."""
     if class_name == "InputLayer":
@@ -220,20 +221,8 @@ def normalize_layer_config(class_name: str, config: dict) -> dict:
     for key in ("activation", "recurrent_activation"):
         if key in out:
             out[key] = normalize_activation(out[key])
-    if class_name == "BatchNormalization" and isinstance(out.get("axis"), list) \
-            and len(out["axis"]) == 1:
-        out["axis"] = out["axis"][0]
-    if class_name == "LeakyReLU" and "negative_slope" not in out and "alpha" in out:
-        out["negative_slope"] = out.pop("alpha")
-    if class_name in ("GRU", "GRUCell"):
-        out.setdefault("reset_after", False)
-    if class_name in _NO_GROUPS_IN_KERAS3:
-        out.pop("groups", None)
-    if class_name == "Embedding":
-        out.pop("input_length", None)
-    if class_name.startswith("SpatialDropout"):
-        out.pop("noise_shape", None)       # Keras 2 wrote None there; inference is identity
-    return out
+    # The class's own Keras 2 spellings (kerasgl/layers, declared through layer_rules.py).
+    return layer_rules.rules_for(class_name).normalize_keras2_config(out)
 
 
 def _model_layer_config(config: dict) -> dict:
@@ -252,7 +241,7 @@ def _is_nested_model(class_name: str, config) -> bool:
 # layer); none of these names is also a Keras layer class.
 _OPS_WITH_DTYPE = {"ZerosLike", "OnesLike", "FullLike", "Cast", "Zeros", "Ones", "Full", "Eye",
                    "Identity", "Tri", "Arange", "Linspace", "Logspace", "Empty", "EmptyLike",
-                   "ConvertToTensor"}
+                   "ConvertToTensor", "Cumsum", "Cumprod", "OneHot", "MultiHot"}
 
 
 def _is_op_node(entry: dict, keras_major: int) -> bool:
@@ -280,6 +269,8 @@ def _entry_config(entry: dict) -> dict | list:
 def _layer_spec(entry: dict, keras_major: int, source: str) -> LayerSpec:
     """A LayerSpec without inbound nodes (those need every layer known first)."""
     class_name = entry["class_name"]
+    if not isinstance(class_name, str):
+        raise ValueError(f"class_name {class_name!r} is not a string")
     config = _entry_config(entry)
     if _is_nested_model(class_name, config):
         inner = _parse_model(class_name, config, keras_major, source)
@@ -458,7 +449,11 @@ def _parse_model(class_name: str, config, keras_major: int, source: str) -> Mode
 
 
 def model_spec_from_config(model_json: Any, keras_major: int, source: str) -> ModelSpec:
-    """A ModelSpec (no weights yet) from a `{"class_name": ..., "config": ...}` model config."""
+    """A ModelSpec (no weights yet) from a `{"class_name": ..., "config": ...}` model config.
+
+    The config is first checked not to nest deeper than json_text.MAX_JSON_DEPTH: everything
+    below walks it recursively."""
+    check_nesting(model_json, source, "the model config")
     if not isinstance(model_json, dict) or "config" not in model_json:
         raise ModelFileError(f"{source}: the model config is not a Keras model description")
     class_name = model_json.get("class_name")

@@ -33,9 +33,21 @@ def _is_keras2_entry(value) -> bool:
             and isinstance(value[1], int) and (len(value) == 3 or isinstance(value[3], dict)))
 
 
-def keras2_ref(entry: list, offset: NodeOffset) -> TensorRef:
-    name, node_index, tensor_index = entry[0], entry[1], entry[2]
+def tensor_ref(name, node_index, tensor_index, offset: NodeOffset) -> TensorRef:
+    """A TensorRef from a file's (layer, node, tensor) triple, whose parts must be a name and two
+    integers (a damaged file may hold anything there: a dict, a float, a negative index)."""
+    if not isinstance(name, str) or not _is_index(node_index) or not _is_index(tensor_index):
+        raise ValueError(f"malformed tensor reference {[name, node_index, tensor_index]!r} "
+                         "(a layer name and two indices >= 0 expected)")
     return TensorRef(name, node_index - offset(name), tensor_index)
+
+
+def _is_index(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def keras2_ref(entry: list, offset: NodeOffset) -> TensorRef:
+    return tensor_ref(entry[0], entry[1], entry[2], offset)
 
 
 def _keras2_kwargs_value(value, offset: NodeOffset):
@@ -96,10 +108,12 @@ def keras3_value(value, offset: NodeOffset) -> Any:
     class_name = value.get("class_name")
     config = value.get("config")
     if class_name == "__keras_tensor__" and isinstance(config, dict):
-        name, node_index, tensor_index = config["keras_history"]
-        return TensorRef(name, node_index - offset(name), tensor_index)
+        history = config.get("keras_history")
+        if not isinstance(history, (list, tuple)) or len(history) != 3:
+            raise ValueError(f"malformed keras_history {history!r}")
+        return tensor_ref(*history, offset)
     if class_name in ("__numpy__", "__tensor__") and isinstance(config, dict):
-        return np.asarray(config["value"], dtype=config.get("dtype"))
+        return np.asarray(config["value"], dtype=_constant_dtype(config.get("dtype")))
     if class_name == "__slice__" and isinstance(config, dict):
         return slice(*(keras3_value(config.get(k), offset) for k in ("start", "stop", "step")))
     if class_name == "__ellipsis__":
@@ -107,6 +121,17 @@ def keras3_value(value, offset: NodeOffset) -> Any:
     if class_name == "__tuple__" and isinstance(config, dict):
         return [keras3_value(v, offset) for v in config.get("value", [])]
     return {k: keras3_value(v, offset) for k, v in value.items()}
+
+
+def _constant_dtype(name):
+    """The dtype of a constant call argument: numbers or booleans only (a file naming "S9999999"
+    or "object" would make numpy allocate or hold anything)."""
+    if name is None:
+        return None
+    dtype = np.dtype(name)
+    if dtype.kind not in "biuf":
+        raise ValueError(f"constant argument of dtype {name!r}: numbers only")
+    return dtype
 
 
 def keras3_node(node_data: dict, offset: NodeOffset) -> NodeSpec:
@@ -140,7 +165,7 @@ def flatten_endpoints(value, offset: NodeOffset) -> tuple[list[TensorRef], list[
         refs = [ref for k in keys for ref in flatten_endpoints(value[k], offset)[0]]
         return refs, keys
     if isinstance(value, list) and len(value) in (3, 4) and isinstance(value[0], str):
-        return [TensorRef(value[0], value[1] - offset(value[0]), value[2])], None
+        return [tensor_ref(value[0], value[1], value[2], offset)], None
     if isinstance(value, list):
         refs: list[TensorRef] = []
         for item in value:

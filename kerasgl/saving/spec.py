@@ -37,6 +37,9 @@ class LayerSpec:
     inbound_nodes: list[NodeSpec] = field(default_factory=list)
     weights: list[np.ndarray] = field(default_factory=list)   # in layer.get_weights() order
     inner: "ModelSpec | None" = None   # for a model nested as a layer
+    # Every array the file holds, where `weights` left training-only ones out (Keras 2's
+    # BatchNormalization(renorm=True)): what layer.get_weights() returns. None: same as weights.
+    file_weights: "list[np.ndarray] | None" = None
 
 
 @dataclass

@@ -4,8 +4,11 @@ Legacy HDF5 files (Keras 2, Keras 3 `.h5`, `save_weights` `.h5`) store one flat 
 `(weight_name, array)` per top-level layer. For a nested model that list covers all of its inner
 layers, in the nested model's `trainable_weights + non_trainable_weights` order (so a nested
 BatchNormalization's moving statistics come after every trainable weight of the nested model).
-The inner layer a weight belongs to is found from its name (`inner_seq/dense_2/kernel:0`): the
-first path component that names one of the nested model's layers.
+The inner layer a weight belongs to is found from its name (`inner_seq/dense_2/kernel:0`), at any
+depth of nesting, and from the list's order where names alone are ambiguous (_distribute_nested).
+
+What the arrays of a class should be (how many a config implies, which only training reads) is the
+layer class's to say: this module asks saving/layer_rules.py, where the layer classes declare it.
 """
 from __future__ import annotations
 
@@ -13,8 +16,8 @@ import numpy as np
 
 from ..errors import ModelFileError
 from .config import OP_MODULE_PREFIX
+from .layer_rules import expected_weight_count, rules_for
 from .spec import LayerSpec, ModelSpec
-from .weight_counts import expected_weight_count
 
 NamedArrays = list[tuple[str, np.ndarray]]
 
@@ -48,20 +51,56 @@ def assign_legacy_weights(spec: ModelSpec, per_layer: dict[str, NamedArrays], so
 
 
 def _distribute_nested(inner: ModelSpec, arrays: NamedArrays, source: str, path: str) -> None:
-    owners = {layer.name: layer for layer in inner.layers if stores_weights(layer)}
-    buckets: dict[str, NamedArrays] = {name: [] for name in owners}
+    """Give each array of a nested model's flat list to the layer it belongs to, at any depth.
+
+    A weight's name holds its layer's name (`dense_2/kernel:0`), and the names of the models
+    around it only sometimes: Keras 2 files of a Sequential holding a Functional model (Teachable
+    Machine's) name MobileNetV2's weights `Conv1/kernel:0`, without the inner model. The owner is
+    the layer at any depth whose name, with as many of its enclosing models' names as possible,
+    appears in the weight's name. Where several layers match equally (two inner models, each with
+    a `dense`), the list's order decides as in Keras 2's legacy loader, which assigns the arrays
+    by order: the first of them in layer order that has no variable of that name yet."""
+    leaves = list(_leaf_layers(inner, ()))
+    buckets: dict[int, NamedArrays] = {id(layer): [] for _, layer in leaves}
     for weight_name, array in arrays:
-        scopes = weight_name.split("/")[:-1]     # the last component is the variable's own name
-        owner = next((scope for scope in scopes if scope in owners), None)
+        owner = _owner(leaves, buckets, weight_name)
         if owner is None:
             raise ModelFileError(f"{source}: cannot tell which layer of nested model {path!r} "
-                                 f"the weight {weight_name!r} belongs to")
-        buckets[owner].append((weight_name, array))
-    for name, layer in owners.items():
+                                 f"the weight {weight_name!r} belongs to (no layer at any depth "
+                                 "of it has a name in the weight's name, or every layer that "
+                                 "does already has a variable of that name)")
+        buckets[id(owner)].append((weight_name, array))
+    for _, layer in leaves:
+        layer.weights = [array for _, array in buckets[id(layer)]]
+
+
+def _leaf_layers(inner: ModelSpec, enclosing: tuple):
+    """(names of the nested models around it, within `inner`; layer) for every layer that owns
+    weights, in layer order, depth first (Keras 2's order of a model's weights)."""
+    for layer in inner.layers:
+        if not stores_weights(layer):
+            continue
         if layer.inner is not None:
-            _distribute_nested(layer.inner, buckets[name], source, f"{path}/{name}")
+            yield from _leaf_layers(layer.inner, enclosing + (layer.name,))
         else:
-            layer.weights = [array for _, array in buckets[name]]
+            yield enclosing, layer
+
+
+def _owner(leaves, buckets: dict, weight_name: str):
+    parts = weight_name.split("/")
+    scopes, variable = set(parts[:-1]), parts[-1]   # the last component: the variable's name
+    scored = [(sum(name in scopes for name in enclosing), layer)
+              for enclosing, layer in leaves if layer.name in scopes]
+    if not scored:
+        return None
+    best = max(score for score, _ in scored)
+    candidates = [layer for score, layer in scored if score == best]
+    if len(candidates) == 1:
+        return candidates[0]
+    for layer in candidates:
+        if all(name.split("/")[-1] != variable for name, _ in buckets[id(layer)]):
+            return layer
+    return None
 
 
 def finish_weights(spec: ModelSpec, source: str) -> None:
@@ -70,25 +109,22 @@ def finish_weights(spec: ModelSpec, source: str) -> None:
     check_weight_counts(spec, source)
 
 
-# Keras 2 BatchNormalization(renorm=True) appends moving_stddev, renorm_mean and renorm_stddev
-# to its weights. They only steer training (batch renormalisation); at inference tf-keras
-# normalises with moving_mean / moving_variance exactly like plain BatchNormalization
-# (checked by the batchnorm_variants fixture).
-_RENORM_EXTRA_WEIGHTS = 3
-
-
 def drop_training_only_weights(spec: ModelSpec) -> None:
+    """Keep the arrays inference reads (the layer class's inference_weights; e.g. Keras 2's
+    BatchNormalization(renorm=True) adds three that only steer training)."""
     for layer in spec.layers:
         if layer.inner is not None:
             drop_training_only_weights(layer.inner)
-        elif layer.class_name == "BatchNormalization" and layer.config.get("renorm"):
-            base = expected_weight_count(layer.class_name, layer.config)
-            if base is not None and len(layer.weights) == base + _RENORM_EXTRA_WEIGHTS:
-                layer.weights = layer.weights[:base]
+        elif stores_weights(layer):
+            kept = list(rules_for(layer.class_name).inference_weights(layer.config, layer.weights))
+            if len(kept) != len(layer.weights):
+                layer.file_weights = list(layer.weights)    # get_weights() gives them all
+            layer.weights = kept
 
 
 def check_weight_counts(spec: ModelSpec, source: str, path: str = "") -> None:
-    """Reject layers whose number of arrays cannot match their config (see weight_counts)."""
+    """Reject layers whose number of arrays cannot match their config (the counts the layer
+    classes declare, layer_rules.expected_weight_count)."""
     for layer in spec.layers:
         where = f"{path}{layer.name}"
         if layer.inner is not None:

@@ -1,112 +1,42 @@
-"""Who owns each GL object, and when it dies.
+"""Who owns each tensor, and when its GL object dies.
 
-Only this module decides when a GL object is deleted. Every buffer, texture and program kerasgl
-creates is registered here with its kind, size and GL name, and deleted by `release()` at once when
-its owner lets go: a tensor's dispose, the end of a `tidy` scope, a model's dispose. Python's
-garbage collector plays no part (the context runs with moderngl's automatic collection off).
+A tensor's GL object (registered in kerasgl/runtime/objects.py) is released at once when its owner
+lets go: the tensor's dispose, the end of a `tidy` scope, a model's dispose. Python's garbage
+collector plays no part (the context runs with moderngl's automatic collection off).
 
 Tensors share storage when one is a view of another (reshape): storage is reference-counted by the
 tensors that use it, and its GL object dies with the last of them.
+
+Scopes belong to a thread: each thread has its own stack of tidy scopes, and a tensor goes into
+the innermost scope of the thread that creates it. A scope entered on one thread never captures
+(nor frees) what another thread makes, so a kg.Worker's thread and the threads that submit work
+to it each keep their own scopes. This module knows tensors only
+as `Owned` (Tensor's base class, tensor.py), so that it needs nothing above it.
 """
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 import sys
+import threading
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from .. import settings
 from ..runtime import context
+from ..runtime.objects import PLAN_LABEL, GLObject, live_gl_objects
 from ..errors import KerasGLError
+from . import gl_owners, model_registry
 
-LEAK_TRACKING_ENV = "KERASGL_TRACK_LEAKS"
+LEAK_TRACKING_ENV = settings.SETTINGS["track_leaks"].name
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # kerasgl/
 
 
-# ---------------------------------------------------------------------------------------------
-# GL objects
-# ---------------------------------------------------------------------------------------------
-class GLObject:
-    """One GL object (buffer, texture or program) with exactly one owner."""
-    __slots__ = ("kind", "handle", "glo", "nbytes", "label", "views", "__weakref__")
-
-    def __init__(self, kind: str, handle, nbytes: int, label: str = ""):
-        self.kind, self.handle, self.glo = kind, handle, int(handle.glo)
-        self.nbytes, self.label = int(nbytes), label
-        self.views: list | None = None   # a buffer's texture views (buffer_views.py), GLObjects
-        _registry[id(self)] = self
-        _names_seen[kind] = max(_names_seen[kind], self.glo)
-
-    @property
-    def alive(self) -> bool:
-        return self.handle is not None
-
-    def release(self, report: bool = True) -> None:
-        """Delete the GL object now. Releasing twice is harmless. `report`: tell an active plan
-        recorder (not for a buffer's view, which goes with its buffer and is not the recorder's)."""
-        if self.handle is None:
-            return
-        context.get_context()  # the GL call must come from the context's thread
-        if self.views:
-            # First: GL would keep the buffer's memory alive while a texture refers to it.
-            for view in self.views:
-                view.release(report=False)
-        self.views = None
-        if self.kind == "program":
-            # GL only flags the program in use for deletion; unbinding it makes the delete real.
-            context.driver().glUseProgram(0)
-        self.handle.release()
-        self.handle = None
-        _registry.pop(id(self), None)
-        if _recorders and report:
-            _recorders[-1].released(self)
-
-
-_registry: dict[int, GLObject] = {}
-PLAN_LABEL = "plan"                 # labels of GL objects an execution plan owns start with this
-_names_seen: Counter = Counter()   # highest GL name seen per kind, bounds the driver probe
-
-
-def live_gl_objects() -> list[GLObject]:
-    return list(_registry.values())
-
-
-def gl_object_of(handle) -> GLObject | None:
-    """The registered GLObject wrapping a moderngl handle (a linear search: for rare callers,
-    such as a recorder meeting a raw buffer)."""
-    for obj in _registry.values():
-        if obj.handle is handle:
-            return obj
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Recording GPU actions (plan.py compiles a predict call from what it records)
-# ---------------------------------------------------------------------------------------------
-# Every GPU action reports here while a recorder is active: tensor.empty (created, with the bytes
-# uploaded), GLObject.release (released), Tensor.numpy (read_back), ops/dispatch.py (dispatch,
-# copy). Off, the cost is one list test per action.
-_recorders: list = []
-
-
-def active_recorder():
-    return _recorders[-1] if _recorders else None
-
-
-@contextmanager
-def recording(recorder):
-    """Report every GPU action made inside to `recorder` (innermost recorder wins)."""
-    _recorders.append(recorder)
-    try:
-        yield recorder
-    finally:
-        _recorders.remove(recorder)
-
-
-def highest_name_seen(kind: str) -> int:
-    return _names_seen[kind]
+class Owned:
+    """What ownership.py tracks: a value holding a reference to a Storage (Tensor subclasses it;
+    dispose / keep / tidy find tensors inside nested structures by this class)."""
+    __slots__ = ()
 
 
 class Storage:
@@ -130,8 +60,10 @@ class Storage:
 # Live tensors, scopes, leak tracking
 # ---------------------------------------------------------------------------------------------
 _live_tensors: dict[int, object] = {}    # id(tensor) -> tensor, in creation order
-_scopes: list["_Scope"] = []
-_tracking = [os.environ.get(LEAK_TRACKING_ENV, "") not in ("", "0", "false", "False")]
+# id(tensor) -> the scope that owns it (whichever thread's), for the tensors a scope holds: a
+# tensor disposed or kept (on any thread) leaves its owner's scope without a search.
+_owner: dict[int, "_Scope"] = {}
+_thread_state = threading.local()     # .scopes: this thread's stack of scopes, innermost last
 
 
 class _Scope:
@@ -140,20 +72,36 @@ class _Scope:
     def __init__(self):
         self.tensors: dict[int, object] = {}
 
+    def adopt(self, tensor) -> None:
+        self.tensors[id(tensor)] = tensor
+        _owner[id(tensor)] = self
+
+    def release(self, tensor_id: int) -> None:
+        """The tensor is no longer this scope's."""
+        self.tensors.pop(tensor_id, None)
+        if _owner.get(tensor_id) is self:
+            del _owner[tensor_id]
+
+
+def _scopes() -> list:
+    """The calling thread's stack of scopes (made empty on a thread's first use)."""
+    try:
+        return _thread_state.scopes
+    except AttributeError:
+        _thread_state.scopes = []
+        return _thread_state.scopes
+
 
 def leak_tracking_enabled() -> bool:
-    return _tracking[-1]
+    return settings.get("track_leaks")
 
 
 @contextmanager
 def track_leaks(enabled: bool = True):
     """Record where each tensor created inside is made (and disposed), for leak reports and
     DisposedError messages. Off by default; KERASGL_TRACK_LEAKS=1 turns it on for the process."""
-    _tracking.append(bool(enabled))
-    try:
+    with settings.override(track_leaks=bool(enabled)):
         yield
-    finally:
-        _tracking.pop()
 
 
 def caller_site() -> str:
@@ -167,20 +115,23 @@ def caller_site() -> str:
 
 
 def register_tensor(tensor) -> None:
-    """Called by every new Tensor: track it as live and in the innermost tidy scope."""
+    """Called by every new Tensor: track it as live and in the calling thread's innermost tidy
+    scope."""
     _live_tensors[id(tensor)] = tensor
-    if _scopes:
-        _scopes[-1].tensors[id(tensor)] = tensor
-    if _tracking[-1]:
+    scopes = _scopes()
+    if scopes:
+        scopes[-1].adopt(tensor)
+    if settings.get("track_leaks"):
         tensor._created_at = caller_site()
 
 
 def unregister_tensor(tensor) -> None:
     """Called by Tensor.dispose after its storage reference is dropped."""
     _live_tensors.pop(id(tensor), None)
-    for scope in _scopes:
-        scope.tensors.pop(id(tensor), None)
-    if _tracking[-1]:
+    owner = _owner.get(id(tensor))
+    if owner is not None:
+        owner.release(id(tensor))
+    if settings.get("track_leaks"):
         tensor._disposed_at = caller_site()
 
 
@@ -188,9 +139,17 @@ def live_tensors() -> list:
     return list(_live_tensors.values())
 
 
+def dispose_all() -> None:
+    """Dispose of every live tensor, kept ones too (kg.shutdown: the context is going)."""
+    for tensor in live_tensors():
+        tensor.dispose()
+
+
+context.on_shutdown(dispose_all)
+
+
 def _is_tensor(value) -> bool:
-    from .tensor import Tensor
-    return isinstance(value, Tensor)
+    return isinstance(value, Owned)
 
 
 def _walk_tensors(value):
@@ -224,23 +183,29 @@ def keep(value):
     Returns its argument, so `c = keep(a + b)` reads naturally."""
     for tensor in _walk_tensors(value):
         tensor._kept = True
-        for scope in _scopes:
-            scope.tensors.pop(id(tensor), None)
+        owner = _owner.get(id(tensor))
+        if owner is not None:
+            owner.release(id(tensor))
     return value
 
 
 class tidy:
     """Free every tensor created inside, except what is kept or returned.
 
-    Three forms:
+    Scopes are per thread: a scope holds the tensors its own thread creates inside it.
+
+    Four forms:
         with kg.tidy(): ...                    # context manager
-        y = kg.tidy(fn, *args, **kwargs)       # call fn; tensors it returns survive
-        @kg.tidy                                # decorator (for a function that takes
-        def f(x): ...                           # arguments; kg.tidy.wrap for any function)
-    A function of no arguments passed alone runs at once, as `tf.tidy(() => ...)` does in TF.js.
-    Scopes nest. A tensor returned by the function form (anywhere inside nested lists, tuples or
-    dicts) moves to the enclosing scope. If the body raises, everything created in it is freed and
-    the exception propagates unchanged.
+        y = kg.tidy(fn, *args, **kwargs)       # call fn now (with at least one argument)
+        y = kg.tidy.run(fn, *args, **kwargs)   # call fn now, also with no arguments: TF.js's
+                                                # tf.tidy(() => ...) is kg.tidy.run(lambda: ...)
+        @kg.tidy                                # decorator: each call of f runs in a scope
+        def f(x=None): ...
+    A function passed alone is always decorated, never called (`kg.tidy(f)` is `@kg.tidy`), so a
+    decorated function runs when it is called, whatever its parameters; `kg.tidy.wrap` is the
+    same decorator by name. Scopes nest. A tensor returned by the function forms (anywhere inside
+    nested lists, tuples or dicts) moves to the enclosing scope. If the body raises, everything
+    created in it is freed and the exception propagates unchanged.
     """
 
     def __new__(cls, fn=None, *args, **kwargs):
@@ -248,33 +213,34 @@ class tidy:
             return super().__new__(cls)
         if not callable(fn):
             raise TypeError(f"tidy() takes a function or nothing, got {type(fn).__name__}")
-        if args or kwargs or _takes_no_arguments(fn):
-            # TF.js form: `kg.tidy(lambda: ...)` runs at once and returns the result.
+        if args or kwargs:
             return _run_in_scope(fn, args, kwargs)
-        # A function that needs arguments, passed alone: the decorator form.
         return _tidy_decorator(fn)
 
     @staticmethod
+    def run(fn, *args, **kwargs):
+        """Call fn(*args, **kwargs) now in a scope: what it returns survives, the rest is freed."""
+        if not callable(fn):
+            raise TypeError(f"tidy.run() takes a function, got {type(fn).__name__}")
+        return _run_in_scope(fn, args, kwargs)
+
+    @staticmethod
     def wrap(fn):
-        """Explicit decorator form, also for functions of no arguments."""
+        """The decorator form by name (the same as `@kg.tidy`)."""
         return _tidy_decorator(fn)
 
     def __enter__(self):
-        _scopes.append(_Scope())
+        scopes = _scopes()
+        scope = _Scope()
+        scopes.append(scope)
+        # The scope this `with` opened (a tidy object may be entered again while open).
+        self.__dict__.setdefault("_opened", []).append((scopes, scope))
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        _close_scope(survivors=())
+        scopes, scope = self._opened.pop()
+        _close_scope(scopes, scope, survivors=())
         return False
-
-
-def _takes_no_arguments(fn) -> bool:
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return False
-    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-               for p in signature.parameters.values())
 
 
 def _tidy_decorator(fn):
@@ -285,32 +251,44 @@ def _tidy_decorator(fn):
 
 
 def _run_in_scope(fn, args, kwargs):
-    _scopes.append(_Scope())
+    scopes = _scopes()
+    scope = _Scope()
+    scopes.append(scope)
     try:
         result = fn(*args, **kwargs)
     except BaseException:
-        _close_scope(survivors=())
+        _close_scope(scopes, scope, survivors=())
         raise
-    _close_scope(survivors=list(_walk_tensors(result)))
+    _close_scope(scopes, scope, survivors=list(_walk_tensors(result)))
     return result
 
 
-def _close_scope(survivors) -> None:
-    scope = _scopes.pop()
+def _close_scope(scopes: list, scope: _Scope, survivors) -> None:
+    # The scope leaves its thread's stack first (normally its top; a scope closed out of order
+    # leaves from where it is), so that nothing disposed below can register into it.
+    if scopes and scopes[-1] is scope:
+        scopes.pop()
+    elif scope in scopes:
+        scopes.remove(scope)
     survivor_ids = {id(t) for t in survivors}
-    for tensor_id, tensor in list(scope.tensors.items()):
-        if tensor_id not in survivor_ids:
-            tensor.dispose()
-    if _scopes:
-        for tensor in survivors:
-            # Only tensors this scope owned move up: a returned tensor made outside the scope
-            # (an argument, say) keeps the owner it had.
-            if id(tensor) in scope.tensors and not tensor.is_disposed:
-                _scopes[-1].tensors[id(tensor)] = tensor
+    try:
+        for tensor_id, tensor in list(scope.tensors.items()):
+            if tensor_id not in survivor_ids:
+                tensor.dispose()
+    finally:
+        moving = [t for t in survivors if id(t) in scope.tensors and not t.is_disposed]
+        for tensor_id in list(scope.tensors):
+            scope.release(tensor_id)
+        if scopes:
+            for tensor in moving:
+                # Only tensors this scope owned move up: a returned tensor made outside the
+                # scope (an argument, say) keeps the owner it had.
+                scopes[-1].adopt(tensor)
 
 
 def scope_depth() -> int:
-    return len(_scopes)
+    """How many tidy scopes the calling thread has open."""
+    return len(_scopes())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,12 +302,19 @@ class KindUsage:
 
 @dataclass(frozen=True)
 class MemoryInfo:
-    """What kerasgl holds on the GPU right now. Exact: counts every live object kerasgl made."""
+    """What kerasgl holds on the GPU right now. Exact: counts every live object kerasgl made.
+    num_bytes_in_gpu is the whole; by_owner splits it (tensors/gl_owners.py): num_bytes is only
+    the tensors' part (yours and the models' weights), planned_bytes the execution plans'."""
     num_tensors: int                 # live tensors (views of one storage count separately)
     num_bytes: int                   # bytes of tensor storage (shared storage counted once)
     gl_objects: dict = field(default_factory=dict)   # kind -> KindUsage, every GL object we own
     num_bytes_in_gpu: int = 0        # bytes of every GL object kerasgl owns (tensors, plans, ...)
     planned_bytes: int = 0           # of which held by models' execution plans (plan.py)
+    # owner -> KindUsage: "tensors", "model weights", "plan buffers", "programs", "views",
+    # "queries" (and "other" if any), summing to num_bytes_in_gpu (gl_owners.py).
+    by_owner: dict = field(default_factory=dict)
+    # The models loaded and not yet disposed (model_registry.ModelUsage: name, source, bytes).
+    models: tuple = ()
 
     @property
     def num_buffers(self) -> int:
@@ -344,24 +329,36 @@ class MemoryInfo:
         return self.gl_objects.get("program", KindUsage(0, 0)).count
 
     def __str__(self) -> str:
+        # The whole first, split by owner: plans keep buffers between calls, which num_bytes
+        # (tensor storage only) does not show.
+        owners = ", ".join(f"{owner} {u.bytes:,} B" + (f" ({u.count})" if not u.bytes else "")
+                           for owner, u in self.by_owner.items())
         kinds = ", ".join(f"{k}s={u.count} ({u.bytes} B)" for k, u in sorted(self.gl_objects.items()))
-        return (f"MemoryInfo(num_tensors={self.num_tensors}, num_bytes={self.num_bytes}, "
-                f"num_bytes_in_gpu={self.num_bytes_in_gpu}, planned_bytes={self.planned_bytes}, "
-                f"{kinds or 'no GL objects'})")
+        return (f"MemoryInfo(num_bytes_in_gpu={self.num_bytes_in_gpu:,} B"
+                + (f" = {owners}" if owners else "")
+                + f"; num_tensors={self.num_tensors}, num_bytes={self.num_bytes} (tensors and "
+                f"model weights), planned_bytes={self.planned_bytes}, {kinds or 'no GL objects'}"
+                + "".join(f", model '{m.name}' ({m.bytes} B)" for m in self.models) + ")")
+
+    __repr__ = __str__
 
 
 def memory() -> MemoryInfo:
     storages = {id(t._storage): t._storage for t in _live_tensors.values()}
     by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for obj in _registry.values():
+    objects = live_gl_objects()
+    for obj in objects:
         by_kind[obj.kind][0] += 1
         by_kind[obj.kind][1] += obj.nbytes
     return MemoryInfo(
         num_tensors=len(_live_tensors),
         num_bytes=sum(s.gl.nbytes for s in storages.values()),
         gl_objects={k: KindUsage(c, b) for k, (c, b) in by_kind.items()},
-        num_bytes_in_gpu=sum(obj.nbytes for obj in _registry.values()),
-        planned_bytes=sum(obj.nbytes for obj in _registry.values() if obj.label.startswith(PLAN_LABEL)),
+        num_bytes_in_gpu=sum(obj.nbytes for obj in objects),
+        planned_bytes=sum(obj.nbytes for obj in objects if obj.label.startswith(PLAN_LABEL)),
+        models=model_registry.usages(),
+        by_owner={owner: KindUsage(c, b) for owner, (c, b) in
+                  gl_owners.by_owner(objects, {id(s.gl) for s in storages.values()}).items()},
     )
 
 
@@ -378,6 +375,8 @@ def leak_report() -> str:
         shapes = Counter(str(list(t.shape)) for t in group)
         described = ", ".join(f"{n}x {s}" if n > 1 else s for s, n in shapes.most_common(5))
         lines.append(f"  {len(group):5d} created at {site}: {described}")
+    # Whose weights some of them are: models not disposed, or dropped without dispose().
+    lines += model_registry.report_lines({id(t) for t in tensors})
     return "\n".join(lines)
 
 

@@ -1,7 +1,9 @@
 """Tensor: an n-dimensional float32 (or int32) array living in a GL buffer or texture.
 
-Thin on purpose: every computation it offers is a call into `ops/`. Its GL object belongs to its
-Storage (ownership.py), which may be shared with views made by reshape.
+Thin on purpose: this module holds the data and its lifetime only. The operators and methods
+that compute (`a + b`, `x.relu()`, `x.sum()`, `x.to_texture()`, ...) are attached to Tensor by
+kerasgl/ops/tensor_methods.py, from the layer above, so that imports point one way. Its GL object
+belongs to its Storage (ownership.py), which may be shared with views made by reshape.
 """
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import math
 
 import numpy as np
 
-from ..runtime import context
+from ..runtime import context, recording
+from ..runtime.objects import GLObject
 from . import ownership as memory
 from ..errors import DisposedError, GPULimitError, ShapeError
 
@@ -40,7 +43,7 @@ def normalize_dtype(dtype) -> str:
     return name
 
 
-class Tensor:
+class Tensor(memory.Owned):
     """A GPU tensor. Create with kg.tensor / zeros / ones / fill / random_*; free with dispose()."""
     __slots__ = ("shape", "dtype", "_storage", "_kept", "_disposed", "_created_at", "_disposed_at",
                  "__weakref__")
@@ -84,6 +87,12 @@ class Tensor:
         """The GL name (glo) of the buffer or texture holding the data."""
         self._check_alive()
         return self._storage.gl.glo
+
+    @property
+    def gl_object(self):
+        """The GLObject (runtime/objects.py) holding the data, shared by views of this tensor:
+        what execution plans and dispatch bind (no liveness check: the hot path asks)."""
+        return self._storage.gl
 
     # -- lifetime ---------------------------------------------------------------------------
     def dispose(self) -> None:
@@ -129,8 +138,8 @@ class Tensor:
         """Copy the data back to a new numpy array."""
         self._check_alive()
         gl = self._storage.gl
-        if memory._recorders:
-            memory._recorders[-1].read_back(gl)
+        if recording.recorders:
+            recording.recorders[-1].read_back(gl)
         raw = gl.handle.read()
         flat = np.frombuffer(raw, dtype=DTYPES[self.dtype])[: self.size]
         return flat.reshape(self.shape).copy()
@@ -138,16 +147,6 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         array = self.numpy()
         return array.astype(dtype) if dtype is not None else array
-
-    def to_texture(self) -> "Tensor":
-        """A new tensor with the same data in a GL texture."""
-        from ..ops import storage_ops
-        return storage_ops.to_texture(self)
-
-    def to_buffer(self) -> "Tensor":
-        """A new tensor with the same data in a GL shader storage buffer."""
-        from ..ops import storage_ops
-        return storage_ops.to_buffer(self)
 
     def __repr__(self) -> str:
         state = "disposed" if self._disposed else self.storage
@@ -161,84 +160,7 @@ class Tensor:
     def __bool__(self):
         raise TypeError("The truth value of a kerasgl Tensor is ambiguous; read it with numpy().")
 
-    # -- operators and methods: thin calls into ops ------------------------------------------
-    def _binary(self, other, op, reverse=False):
-        from ..ops import elementwise
-        return elementwise.binary(op, other, self) if reverse else elementwise.binary(op, self, other)
-
-    def __add__(self, other): return self._binary(other, "add")
-    def __radd__(self, other): return self._binary(other, "add", reverse=True)
-    def __sub__(self, other): return self._binary(other, "sub")
-    def __rsub__(self, other): return self._binary(other, "sub", reverse=True)
-    def __mul__(self, other): return self._binary(other, "mul")
-    def __rmul__(self, other): return self._binary(other, "mul", reverse=True)
-    def __truediv__(self, other): return self._binary(other, "div")
-    def __rtruediv__(self, other): return self._binary(other, "div", reverse=True)
-    def __pow__(self, other): return self._binary(other, "pow")
-
-    def __neg__(self):
-        from ..ops import elementwise
-        return elementwise.unary("neg", self)
-
-    def __matmul__(self, other):
-        from ..ops import matmul
-        return matmul.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        from ..ops import matmul
-        return matmul.matmul(other, self)
-
-    def _unary(self, op):
-        from ..ops import elementwise
-        return elementwise.unary(op, self)
-
-    def exp(self): return self._unary("exp")
-    def log(self): return self._unary("log")
-    def sqrt(self): return self._unary("sqrt")
-    def abs(self): return self._unary("abs")
-    def neg(self): return self._unary("neg")
-    def relu(self): return self._unary("relu")
-    def sigmoid(self): return self._unary("sigmoid")
-    def tanh(self): return self._unary("tanh")
-
-    def maximum(self, other): return self._binary(other, "maximum")
-    def minimum(self, other): return self._binary(other, "minimum")
-
-    def matmul(self, other):
-        from ..ops import matmul
-        return matmul.matmul(self, other)
-
-    def reshape(self, *shape):
-        from ..ops import layout
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = shape[0]
-        return layout.reshape(self, shape)
-
-    def transpose(self, *axes):
-        from ..ops import layout
-        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
-            axes = axes[0]
-        return layout.transpose(self, axes or None)
-
-    @property
-    def T(self):
-        return self.transpose()
-
-    def sum(self, axis=None, keepdims=False):
-        from ..ops import reduce
-        return reduce.reduce("sum", self, axis, keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        from ..ops import reduce
-        return reduce.reduce("mean", self, axis, keepdims)
-
-    def max(self, axis=None, keepdims=False):
-        from ..ops import reduce
-        return reduce.reduce("max", self, axis, keepdims)
-
-    def min(self, axis=None, keepdims=False):
-        from ..ops import reduce
-        return reduce.reduce("min", self, axis, keepdims)
+    # Operators and computing methods: attached by kerasgl/ops/tensor_methods.py.
 
 
 # -------------------------------------------------------------------------------------------------
@@ -261,6 +183,11 @@ def texture_extent(size: int) -> tuple[int, int]:
     return width, height
 
 
+# The advice of the error above; a model's predict at one sample, where no smaller batch exists,
+# replaces it with its own (model.py).
+SPLIT_ADVICE = " Split the work into smaller tensors (predict on Tensors: a smaller batch_size)."
+
+
 def empty(shape, dtype="float32", storage: str = "buffer", data: bytes | None = None,
           label: str = "tensor") -> Tensor:
     """A new tensor with undefined contents (or `data`, raw bytes in C order)."""
@@ -273,11 +200,11 @@ def empty(shape, dtype="float32", storage: str = "buffer", data: bytes | None = 
         if nbytes > limit:
             raise GPULimitError(
                 f"A tensor of shape {list(shape)} needs {nbytes} bytes, more than this GPU's "
-                f"largest shader storage block (GL_MAX_SHADER_STORAGE_BLOCK_SIZE = {limit} bytes). "
-                "Split the work into smaller tensors (predict on Tensors: a smaller batch_size).")
+                f"largest shader storage block (GL_MAX_SHADER_STORAGE_BLOCK_SIZE = {limit} bytes)."
+                + SPLIT_ADVICE)
         # GL cannot allocate 0 bytes; an empty tensor still owns a 4-byte buffer.
         handle = ctx.buffer(data, reserve=0) if data else ctx.buffer(reserve=max(4, nbytes))
-        gl = memory.GLObject("buffer", handle, handle.size, label)
+        gl = GLObject("buffer", handle, handle.size, label)
     else:
         width, height = texture_extent(math.prod(shape))
         fmt = "f4" if dtype == "float32" else "i4"
@@ -285,15 +212,16 @@ def empty(shape, dtype="float32", storage: str = "buffer", data: bytes | None = 
             data = bytes(data) + bytes(width * height * 4 - len(data))
         handle = ctx.texture((width, height), 1, data=data, dtype=fmt)
         handle.filter = (0x2600, 0x2600)  # GL_NEAREST: no filtering, no mipmaps needed
-        gl = memory.GLObject("texture", handle, width * height * 4, label)
-    if memory._recorders:
-        memory._recorders[-1].created(gl, data)
+        gl = GLObject("texture", handle, width * height * 4, label)
+    if recording.recorders:
+        recording.recorders[-1].created(gl, data)
     return Tensor(memory.Storage(gl), shape, dtype)
 
 
-def tensor(values, dtype=None, storage: str = "buffer") -> Tensor:
+def tensor(values, dtype=None, storage: str = "buffer", label: str = "tensor") -> Tensor:
     """Upload numpy data (or anything np.asarray accepts) to a new GPU tensor.
-    float64 becomes float32 and int64 becomes int32, as Keras does on the GPU."""
+    float64 becomes float32 and int64 becomes int32, as Keras does on the GPU. `label` names its
+    GL object (memory reports, GL debuggers): a layer's weight says whose it is."""
     if isinstance(values, Tensor):
         values._check_alive()
         values = values.numpy()
@@ -309,21 +237,8 @@ def tensor(values, dtype=None, storage: str = "buffer") -> Tensor:
     dtype = normalize_dtype(dtype)
     # astype, not ascontiguousarray (which makes 0-d arrays 1-d); tobytes() is C order anyway.
     array = array.astype(DTYPES[dtype], copy=False)
-    return empty(array.shape, dtype, storage, data=array.tobytes() if array.size else None)
-
-
-def fill(shape, value, dtype="float32", storage: str = "buffer") -> Tensor:
-    """A new tensor with every element equal to `value`, filled on the GPU."""
-    from ..ops import creation
-    return creation.fill(shape, value, dtype, storage)
-
-
-def zeros(shape, dtype="float32", storage: str = "buffer") -> Tensor:
-    return fill(shape, 0, dtype, storage)
-
-
-def ones(shape, dtype="float32", storage: str = "buffer") -> Tensor:
-    return fill(shape, 1, dtype, storage)
+    return empty(array.shape, dtype, storage, data=array.tobytes() if array.size else None,
+                 label=label)
 
 
 def view(source: Tensor, shape) -> Tensor:

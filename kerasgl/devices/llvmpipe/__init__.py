@@ -1,2 +1,3 @@
-"""Mesa llvmpipe (the GPU of machines without one): its compute threads, where they wait, and a
-helper process that compiles a large model's shaders ahead."""
+"""Mesa llvmpipe (the GPU of machines without one): its compute threads (threads.py), where they
+wait (placement.py), and a helper process that compiles a large model's shaders ahead
+(compile_ahead.py), all reached through LlvmpipePolicy (policy.py) and only on llvmpipe."""

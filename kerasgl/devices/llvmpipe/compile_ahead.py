@@ -19,15 +19,25 @@ file whose first predict has been made on this device is noted under ~/.cache/ke
 size, modification time, device and kerasgl version), and the helper is not started for it again:
 with a warm Mesa cache it would only compete for the CPU (+0.1-0.2 s).
 
-Started only when all hold: llvmpipe is the renderer, Mesa's shader cache is not disabled, the
-model has at least MIN_LAYERS layers, the file is not noted, and KERASGL_COMPILE_AHEAD is not 0.
-KERASGL_COMPILE_AHEAD=1 starts it whatever the size or the note (the tests use it).
+The helper only helps when a CPU would otherwise sit idle during the first predict: on a busy
+machine it competes with the first predict for the CPUs (MobileNetV2 cold on 2 cores shared with
+other work, load average 8-14: 16.0 s with it against 9.4-12.1 s without in earlier pairs; 48 and
+59 s with it against 24 and 46 s without in scripts/bench_cold_predict.py, where `auto` did not
+start it: 35.5 s). So, last of all, the
+CPUs this process may run on are sampled (/proc/stat read twice, IDLE_SAMPLE_S apart; where it
+cannot be read, the 1-minute load average against the CPU count), and the helper starts only if
+at least MIN_IDLE_CPUS of a CPU sat idle. Not started for load, the file is still noted after
+its first predict (the Mesa cache is then warm and a helper would never help it).
+
+Started only when all hold: llvmpipe is the renderer (its device policy asks), Mesa's shader
+cache is not disabled, the model has at least MIN_LAYERS layers, the file is not noted,
+KERASGL_COMPILE_AHEAD is not 0, and a CPU is idle.
+KERASGL_COMPILE_AHEAD=1 starts it whatever the size, the note or the load (the tests use it).
 """
 from __future__ import annotations
 
 import atexit
 import ctypes
-import dataclasses
 import hashlib
 import json
 import os
@@ -36,18 +46,23 @@ import subprocess
 import sys
 import time
 
-from ... import cache_files
+from ... import cache_files, settings
 
-ENV = "KERASGL_COMPILE_AHEAD"
-_HELPER_COMMAND = "import sys; from kerasgl.devices.llvmpipe.compile_ahead import helper_main; helper_main(sys.argv[1])"
+ENV = settings.SETTINGS["compile_ahead"].name
+# The helper's body loads a model and runs its layers: kerasgl's own top-level work, started by
+# module name (`python -m`), so that nothing here imports above the leaves.
+CHILD_MODULE = "kerasgl.compile_ahead_child"
 MIN_LAYERS = 40
+IDLE_SAMPLE_S = 0.05                 # how long the CPUs are watched for idle time
+MIN_IDLE_CPUS = 0.8                  # idle CPU time needed (in CPUs) to start the helper
 NOTES_FILE = "compiled.json"
 MAX_NOTES = 200
 _running: list["Helper"] = []
+_exit_hook = False                   # whether _stop_all is registered with atexit
 
 
 def _setting() -> str:
-    return os.environ.get(ENV, "auto").strip().lower()
+    return settings.get("compile_ahead")       # "auto", "on" or "off"
 
 
 def _mesa_cache_disabled() -> bool:
@@ -55,18 +70,17 @@ def _mesa_cache_disabled() -> bool:
                for name in ("MESA_SHADER_CACHE_DISABLE", "MESA_GLSL_CACHE_DISABLE"))
 
 
-def _key(path) -> str | None:
-    """What a note stands for: this file (by path, size and modification time) on this device
-    with this version of kerasgl and these kernel choices. None for what is not a file path."""
-    from ... import __version__
-    from ...runtime import tuning
+def _key(path, describe=None) -> str | None:
+    """What a note stands for: this file (by path, size and modification time) and what else
+    its compiled programs depend on, as `describe()` lists it (load_model: the device, kerasgl's
+    version and the kernel choices). None for what is not a file path."""
     try:
         path = os.fspath(path)
         stat = os.stat(path)
     except (OSError, TypeError, ValueError):
         return None
-    described = [os.path.abspath(path), stat.st_size, stat.st_mtime_ns, tuning.device_key(),
-                 __version__, dataclasses.astuple(tuning.current())]
+    described = [os.path.abspath(path), stat.st_size, stat.st_mtime_ns,
+                 *(describe() if describe is not None else ())]
     return hashlib.sha1(json.dumps(described, default=str).encode()).hexdigest()
 
 
@@ -102,6 +116,8 @@ class Helper:
         if self in _running:
             _running.remove(self)
 
+    model_disposed = stop          # the device policy's per-model hooks (devices/policy.py)
+
 
 def layer_count(spec) -> int:
     """Layers of a model description, those of nested models included."""
@@ -109,19 +125,18 @@ def layer_count(spec) -> int:
                for layer in spec.layers)
 
 
-def maybe_start(path, layer_count: int) -> Helper | None:
-    """Start the helper for a model file about to be loaded, when it is worth it (see above).
+def maybe_start(path, layer_count: int, describe=None) -> Helper | None:
+    """Start the helper for a model file about to be loaded, when it is worth it (see above;
+    `describe`: as for the note's key). Called on llvmpipe only (LlvmpipePolicy.model_loaded).
     Returns None when not started (its note, if any, is then not needed either)."""
+    global _exit_hook
     setting = _setting()
-    if setting in ("0", "false", "no", "off"):
+    if setting == "off" or _mesa_cache_disabled():
         return None
-    from ...runtime import context
-    if "llvmpipe" not in context.info().renderer.lower() or _mesa_cache_disabled():
-        return None
-    forced = setting in ("1", "true", "yes", "on")
+    forced = setting == "on"
     if not forced and layer_count < MIN_LAYERS:
         return None
-    key = _key(path)
+    key = _key(path, describe)
     if key is None or (not forced and key in cache_files.read_dict(NOTES_FILE)):
         return None
     for helper in list(_running):
@@ -129,6 +144,10 @@ def maybe_start(path, layer_count: int) -> Helper | None:
             helper.stop()              # finished on its own: reap it
         elif not forced:
             return None                # one helper at a time: two would share one spare CPU
+    if not forced and idle_cpus() < MIN_IDLE_CPUS:
+        # No CPU to spare: the helper would slow the first predict down. Note the file after
+        # it all the same (its programs are then in Mesa's cache).
+        return Helper(None, key)
     # The helper's own load starts no helper, and it imports this very kerasgl.
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))))   # the folder holding kerasgl/
@@ -136,27 +155,81 @@ def maybe_start(path, layer_count: int) -> Helper | None:
     environment = dict(os.environ, **{ENV: "0", "PYTHONPATH": python_path})
     try:
         process = subprocess.Popen(
-            [sys.executable, "-c", _HELPER_COMMAND, os.path.abspath(os.fspath(path))],
+            [sys.executable, "-m", CHILD_MODULE, os.path.abspath(os.fspath(path))],
             env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, close_fds=True)
     except OSError:
         return None
     helper = Helper(process, key)
     _running.append(helper)
+    if not _exit_hook:                 # registered with the first helper: none, nothing to stop
+        atexit.register(_stop_all)
+        _exit_hook = True
     return helper
 
 
-@atexit.register
+def _cpu_times() -> dict:
+    """CPU number -> (busy, idle) jiffies from /proc/stat, for the CPUs this process may use
+    ({} where it cannot be read)."""
+    try:
+        allowed = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        allowed = None
+    found = {}
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            for line in f:
+                name, *values = line.split()
+                if not name.startswith("cpu") or name == "cpu":
+                    continue
+                cpu = int(name[3:])
+                if allowed is None or cpu in allowed:
+                    numbers = [int(v) for v in values[:8]]
+                    idle = numbers[3] + numbers[4]          # idle + iowait
+                    found[cpu] = (sum(numbers) - idle, idle)
+    except (OSError, ValueError, IndexError):
+        return {}
+    return found
+
+
+def idle_cpus(sample_s: float = IDLE_SAMPLE_S) -> float:
+    """How many CPUs' worth of time this process's CPUs spent idle over the last `sample_s`
+    (/proc/stat read twice); where /proc/stat cannot be read, the CPUs the 1-minute load average
+    leaves over."""
+    first = _cpu_times()
+    if first:
+        time.sleep(sample_s)
+        second = _cpu_times()
+        idle = 0.0
+        for cpu, (busy0, idle0) in first.items():
+            busy1, idle1 = second.get(cpu, (busy0, idle0))
+            elapsed = (busy1 - busy0) + (idle1 - idle0)
+            if elapsed > 0:
+                idle += (idle1 - idle0) / elapsed
+        if any(second.get(cpu, times) != times for cpu, times in first.items()):
+            return idle
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return float(os.cpu_count() or 1)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(0.0, cpus - load)
+
+
 def _stop_all() -> None:
     for helper in list(_running):
         helper.stop()
 
 
 # -------------------------------------------------------------------------------------------------
-# The helper process
+# The helper process (its body: kerasgl/compile_ahead_child.py)
 # -------------------------------------------------------------------------------------------------
-def _die_with_parent() -> None:
-    """Linux: be killed when the process that started us ends (prctl PR_SET_PDEATHSIG)."""
+def die_with_parent() -> None:
+    """Linux: be killed when the process that started us ends (prctl PR_SET_PDEATHSIG). The
+    helper's first call."""
     parent = os.getppid()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
@@ -164,44 +237,3 @@ def _die_with_parent() -> None:
         pass
     if os.getppid() != parent:
         os._exit(0)          # the parent ended before the prctl took effect
-
-
-def compile_backwards(path: str) -> int:
-    """Load the model and run each of its layers once on zeros of its batch-1 input shapes, last
-    layer first. Returns the number of layers run (a layer that refuses zeros is skipped)."""
-    import numpy as np
-
-    import kerasgl as kg
-    from ...compiler.graph import map_refs
-    model = kg.load_model(path)
-    input_dtypes = dict(zip(model._graph.input_refs, (s.dtype for s in model.inputs)))
-    done = 0
-    for graph, node in _backwards(model._graph):
-        def zeros(ref, graph=graph):
-            shape = tuple(1 if d is None else d for d in graph.shapes[ref])
-            return kg.tensor(np.zeros(shape, input_dtypes.get(ref, "float32")))
-        try:
-            with kg.tidy():
-                node.layer.call(*map_refs(node.args, zeros), **map_refs(node.kwargs, zeros))
-            done += 1
-        except Exception:       # noqa: BLE001 - a warm-up only: the real predict reports errors
-            continue
-    model.dispose()
-    return done
-
-
-def _backwards(graph):
-    """(graph, node) for every layer call, last first, models nested as layers entered (their
-    own layers last first too)."""
-    from ...compiler.graph import NestedModel
-    for node in reversed(graph.needed_nodes(list(graph.output_refs))):
-        if isinstance(node.layer, NestedModel):
-            yield from _backwards(node.layer.graph)
-        else:
-            yield graph, node
-
-
-def helper_main(path: str) -> None:
-    """The helper process's body (started by maybe_start)."""
-    _die_with_parent()
-    compile_backwards(path)

@@ -19,10 +19,11 @@ a sleeping worker or pinning the caller is one sched_setaffinity call (~0.4 us).
 
 Which dispatches gain is decided by measurement: an eager dispatch of one work group is always
 huddled (it cannot use two workers); an execution plan times each of its dispatches both ways
-during its first replays (plan.py, PlacementTrials below) and keeps the fastest placement.
+during its first replays (policy.PlacementReplay, PlacementTrials below) and keeps the
+fastest placement.
 
-Only on llvmpipe with its workers pinned (llvmpipe_threads.py; KERASGL_PIN_THREADS=0 turns both
-off) and where the C library has sched_getcpu (Linux).
+Only on llvmpipe with its workers pinned (threads.py; KERASGL_PIN_THREADS=0 turns both off)
+and where the C library has sched_getcpu (Linux).
 """
 from __future__ import annotations
 

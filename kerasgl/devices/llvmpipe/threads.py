@@ -18,11 +18,14 @@ from __future__ import annotations
 import os
 import threading
 
+from ... import settings
+from ..process import thread_names
+
 THREADS_ENV = "LP_NUM_THREADS"
-PIN_ENV = "KERASGL_PIN_THREADS"
+PIN_ENV = settings.SETTINGS["pin_threads"].name
 _MAX_THREADS = 16      # Mesa's LP_MAX_THREADS
 
-# (thread id, CPU) of each compute worker pinned by pin_new_workers; worker_placement.py moves
+# (thread id, CPU) of each compute worker pinned by pin_new_workers; placement.py moves
 # them for the duration of a call and puts them back on these CPUs.
 _workers: tuple[tuple[int, int], ...] = ()
 
@@ -39,23 +42,7 @@ def count() -> int:
 
 
 def pinning_wanted() -> bool:
-    return os.environ.get(PIN_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-def thread_names() -> dict[int, str]:
-    """Thread id -> name of this process's threads ({} where /proc is not there)."""
-    names = {}
-    try:
-        tids = os.listdir("/proc/self/task")
-    except OSError:
-        return names
-    for tid in tids:
-        try:
-            with open(f"/proc/self/task/{tid}/comm", encoding="utf-8", errors="replace") as f:
-                names[int(tid)] = f.read().strip()
-        except (OSError, ValueError):
-            continue          # a thread that ended meanwhile
-    return names
+    return settings.get("pin_threads")
 
 
 def _allowed_cpus() -> list[int]:

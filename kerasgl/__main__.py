@@ -1,0 +1,7 @@
+"""`python -m kerasgl ...`: the `kerasgl` command (kerasgl/cli.py)."""
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

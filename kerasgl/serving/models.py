@@ -1,0 +1,94 @@
+"""The models a server serves: each loaded once on the kg.Worker, under a name and version "1",
+with its batching queue. The paths come from the command line only; a request names a model by
+the name it was given here and can reach nothing else.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ShapeError
+from ..worker import Worker, WorkerModel
+from .batching import Batcher, run_on_worker
+
+VERSION = "1"
+
+
+@dataclass
+class ServedModel:
+    name: str
+    model: WorkerModel
+    batcher: Batcher
+    version: str = VERSION
+
+    @property
+    def input_specs(self) -> list:
+        return list(self.model.inputs)
+
+    @property
+    def input_names(self) -> list[str]:
+        return self.model.input_names
+
+    @property
+    def output_names(self) -> list[str]:
+        return self.model.output_names
+
+    @property
+    def max_rows(self) -> int | None:
+        """The most examples one request may hold (None: any, when batching is off)."""
+        return self.batcher.max_batch_size if self.batcher.batching else None
+
+
+def _predict_list(model: WorkerModel):
+    """predict(inputs in input order) -> outputs as a list in output order; called on the worker,
+    one batch as one GPU run (batch_size = its rows)."""
+    names = model.output_names
+
+    def predict(inputs: list) -> list:
+        rows = inputs[0].shape[0]
+        out = model.predict(inputs if len(inputs) > 1 else inputs[0], batch_size=rows)
+        if isinstance(out, dict):
+            return [out[name] for name in names]
+        return list(out) if isinstance(out, list) else [out]
+    return predict
+
+
+def load(worker: Worker, paths: dict, *, batching: bool, max_batch_size: int,
+         batch_timeout_s: float, max_queue: int, allowed_batch_sizes=None,
+         on_batch=None) -> dict:
+    """{name: ServedModel} for {name: path}, every model loaded on `worker`. A model that fails to
+    load frees those loaded before it (and the error propagates)."""
+    served = {}
+    try:
+        for name, path in paths.items():
+            model = worker.load_model(path)
+            batcher = Batcher(run_on_worker(worker, _predict_list(model)),
+                              max_batch_size=max_batch_size, batch_timeout_s=batch_timeout_s,
+                              max_queue=max_queue, allowed_batch_sizes=allowed_batch_sizes,
+                              batching=batching,
+                              on_batch=(lambda rows, padded, name=name: on_batch(name, rows, padded))
+                              if on_batch else None)
+            if batching:
+                # A plan for every size a batch runs at, none evicted by another (plans/cache.py).
+                model.plan_cache_size = max(model.plan_cache_size,
+                                            len(batcher.allowed_batch_sizes))
+            served[name] = ServedModel(name, model, batcher)
+    except BaseException:
+        for entry in served.values():
+            entry.model.dispose()
+        raise
+    return served
+
+
+def warm_up(entry: ServedModel) -> list[int]:
+    """Compile the plans of every batch size the batcher runs (Model.warm_up), so that the first
+    requests are not the slow ones. Returns the sizes warmed ([] for a model whose inputs have a
+    free dimension besides the batch: it warms up on its first requests)."""
+    sizes = entry.batcher.allowed_batch_sizes if entry.batcher.batching else (1,)
+    warmed = []
+    for size in sizes:
+        try:
+            entry.model.warm_up(size)
+        except ShapeError:
+            return warmed
+        warmed.append(size)
+    return warmed

@@ -1,0 +1,231 @@
+"""kg.Worker: one thread that owns the GL context and runs every GPU call, for threaded programs.
+
+An OpenGL context is current on one thread only, and kerasgl's belongs for good to the thread that
+first touches it (runtime/context.py). A threaded program (a web server, a thread pool, asyncio's
+run_in_executor) therefore hands its GPU work to one thread:
+
+    with kg.Worker() as worker:
+        model = kg.load_model("model.keras", worker=worker)     # or worker.load_model(...)
+        y = model.predict(x)              # from any thread: runs on the worker, numpy in and out
+        future = worker.submit(fn, a, b)  # any function, run on the worker: a Future
+
+The worker is a concurrent.futures.ThreadPoolExecutor of one thread (its only thread lives as long
+as the executor), so every job runs on the thread that made the context, one at a time, in the
+order submitted. An exception raised by a job reaches the caller unchanged through its Future.
+Closing the worker shuts the context down on its thread (kg.shutdown: every GL object freed); the
+next kerasgl call, from any thread, makes a fresh context.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from .errors import GLContextError
+from .model import load_model
+from .runtime import context
+from .tensors.ownership import memory
+from .tensors.tensor import Tensor
+
+
+class Worker:
+    """The thread that owns kerasgl's GL context; other threads submit their GPU work to it.
+
+    Made while no other thread owns a context (call kg.shutdown() on that thread first, or close
+    the worker that owns it): the context is created on the worker's thread at once, so that a
+    machine without GL fails here (GLContextError) rather than at the first job."""
+
+    def __init__(self, name: str = "kerasgl-gpu"):
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._thread_id: int | None = None
+        try:
+            self._thread_id = self._executor.submit(self._start).result()
+        except BaseException:
+            self._executor.shutdown(wait=True)
+            self._closed = True
+            raise
+
+    @staticmethod
+    def _start() -> int:
+        if context.has_context():
+            # Another thread made it (and may be gone: its context is current nowhere else).
+            raise GLContextError(
+                "kerasgl's OpenGL context already belongs to another thread, and a kg.Worker must "
+                "own it: call kg.shutdown() on that thread (or close the worker that owns it) "
+                "before making a Worker.")
+        context.get_context()
+        return threading.get_ident()
+
+    # -- running work ---------------------------------------------------------------------------
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        """Run fn(*args, **kwargs) on the worker's thread; a Future of its result (or exception)."""
+        if self._closed:
+            raise GLContextError("This kg.Worker is closed; make a new one.")
+        return self._executor.submit(fn, *args, **kwargs)
+
+    def call(self, fn, /, *args, **kwargs):
+        """fn(*args, **kwargs) on the worker's thread, waiting for its result. From a job already
+        running on the worker it calls fn directly (waiting on its own queue would deadlock)."""
+        if self.on_worker_thread():
+            return fn(*args, **kwargs)
+        return self.submit(fn, *args, **kwargs).result()
+
+    def on_worker_thread(self) -> bool:
+        return threading.get_ident() == self._thread_id
+
+    @property
+    def thread_id(self) -> int | None:
+        """threading.get_ident() of the worker's thread (the context's owner)."""
+        return self._thread_id
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- models ---------------------------------------------------------------------------------
+    def load_model(self, path) -> "WorkerModel":
+        """kg.load_model on the worker: a model whose predict any thread may call."""
+        return WorkerModel(self, self.call(load_model, path))
+
+    def memory(self):
+        """kg.memory(), read on the worker (the registry it reads changes under running jobs)."""
+        return self.call(memory)
+
+    # -- lifetime -------------------------------------------------------------------------------
+    def close(self) -> dict | None:
+        """Let every job already submitted finish, then shut the context down on the worker's
+        thread (kg.shutdown: models, tensors, plans and programs freed) and end the thread.
+        Returns kg.shutdown()'s count of what the driver still held (all zero when nothing
+        leaked). Closing twice is harmless (None the second time)."""
+        if self.on_worker_thread():
+            raise GLContextError("A kg.Worker cannot be closed by one of its own jobs (it would "
+                                 "wait for itself); close it from another thread.")
+        with self._close_lock:
+            if self._closed:
+                return None
+            self._closed = True
+        try:
+            return self._executor.submit(context.shutdown).result()
+        finally:
+            self._executor.shutdown(wait=True)
+
+    def __enter__(self) -> "Worker":
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        return False
+
+    def __repr__(self) -> str:
+        return f"<kerasgl.Worker thread {self._thread_id}{' (closed)' if self._closed else ''}>"
+
+
+class WorkerModel:
+    """A kerasgl Model living on a Worker: predict (and the rest) from any thread, numpy in and
+    out. Description attributes (name, inputs, outputs, shapes) are read directly: they are plain
+    Python values fixed at load."""
+
+    def __init__(self, worker: Worker, model):
+        self._worker, self._model = worker, model
+
+    @property
+    def worker(self) -> Worker:
+        return self._worker
+
+    # -- description (no GPU involved) ----------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._model.name
+
+    @property
+    def source(self) -> str:
+        return self._model.source
+
+    @property
+    def inputs(self):
+        return self._model.inputs
+
+    @property
+    def outputs(self):
+        return self._model.outputs
+
+    @property
+    def input_shape(self):
+        return self._model.input_shape
+
+    @property
+    def output_shape(self):
+        return self._model.output_shape
+
+    @property
+    def is_disposed(self) -> bool:
+        return self._model.is_disposed
+
+    @property
+    def input_names(self) -> list[str]:
+        return [spec.name for spec in self._model.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        """The outputs' names as predict's answers would name them: the keys of a model built
+        with dict outputs, else the output layers' names (output_0, output_1, ... where two
+        share one)."""
+        return self._model.output_names
+
+    # -- GPU work, on the worker ----------------------------------------------------------------
+    def predict(self, x, batch_size: int | None = None, verbose=0, outputs=None):
+        """Model.predict run on the worker (thread-safe; calls from many threads run one after the
+        other). numpy arrays in (or lists, dicts of them), numpy arrays out."""
+        _refuse_tensors(x)
+        return self._worker.call(self._model.predict, x, batch_size=batch_size, verbose=verbose,
+                                 outputs=outputs)
+
+    def warm_up(self, batch_size: int = 1, max_calls: int = 12):
+        return self._worker.call(self._model.warm_up, batch_size, max_calls)
+
+    def plan_info(self):
+        return self._worker.call(self._model.plan_info)
+
+    @property
+    def plan_cache_size(self) -> int:
+        """Model.plan_cache_size: the input shapes whose execution plans the model keeps."""
+        return self._model.plan_cache_size
+
+    @plan_cache_size.setter
+    def plan_cache_size(self, value: int) -> None:
+        self._worker.call(setattr, self._model, "plan_cache_size", value)
+
+    def summary(self, print_fn=None, expand_nested: bool = False, line_length: int | None = None):
+        lines = []
+        self._worker.call(self._model.summary, print_fn=lines.append, expand_nested=expand_nested,
+                          line_length=line_length)
+        for text in lines:
+            (print_fn or print)(text)
+
+    def count_params(self) -> int:
+        return self._model.count_params()
+
+    def dispose(self) -> None:
+        """Free the model's weights (on the worker). Harmless twice, and after the worker closed
+        (closing disposed it)."""
+        if self._model.is_disposed or self._worker.closed:
+            return
+        self._worker.call(self._model.dispose)
+
+    def __enter__(self) -> "WorkerModel":
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.dispose()
+        return False
+
+    def __repr__(self) -> str:
+        return f"<kerasgl.WorkerModel '{self.name}' on {self._worker!r}>"
+
+
+def _refuse_tensors(x) -> None:
+    values = x.values() if isinstance(x, dict) else x if isinstance(x, (list, tuple)) else [x]
+    if any(isinstance(v, Tensor) for v in values):
+        raise TypeError("A WorkerModel's predict takes numpy arrays (kerasgl Tensors belong to the "
+                        "worker's thread): run Tensor code on the worker with worker.submit().")

@@ -1,0 +1,118 @@
+"""A real `kerasgl serve` process on a loopback port for the serving tests, and small Keras models
+saved for it. Every request the tests make goes to 127.0.0.1 only."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIGITS = os.path.join(REPO, "kerasgl", "_data", "digits_cnn.keras")
+_READY = re.compile(r"kerasgl serve: .* on http://127\.0\.0\.1:(\d+) ")
+
+
+def build_models(folder) -> dict:
+    """{name: path} of small Keras models saved in `folder`: a one-input MLP, a two-input
+    two-output functional model, and an int32-input embedding model."""
+    import keras
+    keras.utils.set_random_seed(3)
+    mlp = keras.Sequential([keras.Input((6,), name="features"), keras.layers.Dense(5, activation="relu"),
+                            keras.layers.Dense(3, name="scores")], name="mlp")
+    a = keras.Input((4,), name="a")
+    b = keras.Input((3, 2), name="b")
+    joined = keras.layers.Concatenate()([a, keras.layers.Flatten()(b)])
+    hidden = keras.layers.Dense(8, activation="tanh")(joined)
+    two = keras.Model([a, b], [keras.layers.Dense(2, name="left")(hidden),
+                               keras.layers.Dense(3, activation="softmax", name="right")(hidden)],
+                      name="two")
+    ids = keras.Input((5,), dtype="int32", name="ids")
+    embedded = keras.layers.Flatten()(keras.layers.Embedding(10, 3)(ids))
+    words = keras.Model(ids, keras.layers.Dense(2, name="vote")(embedded), name="words")
+    paths = {}
+    for model in (mlp, two, words):
+        paths[model.name] = os.path.join(str(folder), f"{model.name}.keras")
+        model.save(paths[model.name])
+    paths["digits"] = DIGITS
+    return paths
+
+
+class Server:
+    """`kerasgl serve` in a subprocess, on a free loopback port (--port 0)."""
+
+    def __init__(self, models: dict, *options, timeout=180):
+        command = [sys.executable, "-m", "kerasgl.cli", "serve", "--port", "0"]
+        for name, path in models.items():
+            command += ["--model", f"{name}={path}"]
+        env = {**os.environ, "PYTHONPATH": REPO, "KERASGL_COMPILE_AHEAD": "0"}
+        env.pop("KERASGL_TRACK_LEAKS", None)
+        self.process = subprocess.Popen(command + list(options), cwd=REPO, env=env, text=True,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.lines: list[str] = []
+        ready = threading.Event()
+        self.port = None
+
+        def read():
+            for line in self.process.stdout:
+                self.lines.append(line)
+                found = _READY.search(line)
+                if found:
+                    self.port = int(found.group(1))
+                    ready.set()
+            ready.set()
+        self._reader = threading.Thread(target=read, daemon=True)
+        self._reader.start()
+        if not ready.wait(timeout) or self.port is None:
+            self.stop()
+            raise AssertionError("the server did not start:\n" + "".join(self.lines))
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def terminate(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+
+    def wait(self, timeout=30) -> int:
+        code = self.process.wait(timeout)
+        self._reader.join(5)
+        return code
+
+    def stop(self) -> None:
+        self.terminate()
+        try:
+            self.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+
+
+def metric(text: str, name: str, **labels) -> float:
+    """The value of one sample in Prometheus text (0.0 when absent)."""
+    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        if line.startswith("#") or " " not in line:
+            continue
+        key, value = line.rsplit(" ", 1)
+        sample, _, rest = key.partition("{")
+        found = ",".join(sorted(rest.rstrip("}").split(","))) if rest else ""
+        if sample == name and found == wanted:
+            return float(value)
+    return 0.0
+
+
+def wait_until(condition, timeout=10.0, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return False
+
+
+def as_float32(value) -> np.ndarray:
+    return np.asarray(value, dtype=np.float32)

@@ -84,9 +84,10 @@ class KerasModelAPI:
         return [w for layer in self.layers for w in layer.get_weights()]
 
     def get_config(self) -> dict:
-        """keras.Model.get_config()'s outline as kerasgl read it: name, layers (class_name,
-        name, normalised config; nested models as their model config) and, for a functional
-        model, input_layers / output_layers (layers/keras_api.py)."""
+        """keras.Model.get_config() as kerasgl read it: name, layers (class_name, name,
+        normalised config; nested models as their model config) and, for a functional model,
+        each layer's inbound_nodes and the input_layers / output_layers (layers/keras_api.py
+        says what differs from Keras: the tensors' shapes and dtypes in inbound_nodes)."""
         return keras_api.model_config(self._spec)
 
 

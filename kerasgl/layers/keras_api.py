@@ -62,19 +62,39 @@ def model_config(spec: ModelSpec) -> dict:
     included, as Keras 3 lists them) and, for a functional model, `input_layers` /
     `output_layers` as a list of [layer name, node index, tensor index] (a dict for dict inputs /
     outputs; Keras writes a lone triple for a model built on one tensor, which the file's reading
-    does not keep apart). The call graph (`inbound_nodes`) is left out."""
-    config = {"name": spec.name, "layers": [_layer_entry(layer) for layer in spec.layers]}
+    does not keep apart). A functional model's layers carry their calls (`inbound_nodes`) in Keras
+    3's form, each tensor as `__keras_tensor__` with its `keras_history`; the tensors' shapes and
+    dtypes, which Keras also writes there, are left out (kerasgl's reading does not keep them)."""
+    functional = spec.kind != "Sequential"
+    config = {"name": spec.name,
+              "layers": [_layer_entry(layer, functional) for layer in spec.layers]}
     if spec.kind != "Sequential":
         config["input_layers"] = _refs_config(spec.inputs, spec.input_keys)
         config["output_layers"] = _refs_config(spec.outputs, spec.output_keys)
     return config
 
 
-def _layer_entry(spec: LayerSpec) -> dict:
+def _layer_entry(spec: LayerSpec, functional: bool) -> dict:
     entry = {"class_name": spec.class_name, "name": spec.name, "config": layer_config(spec)}
     if spec.module:
         entry["module"] = spec.module
+    if functional:
+        entry["inbound_nodes"] = [{"args": _call_values(node.args),
+                                   "kwargs": _call_values(node.kwargs)}
+                                  for node in spec.inbound_nodes]
     return entry
+
+
+def _call_values(value):
+    """A call's arguments as Keras 3 writes them: tensors as `__keras_tensor__` entries."""
+    if isinstance(value, TensorRef):
+        return {"class_name": "__keras_tensor__",
+                "config": {"keras_history": [value.layer, value.node_index, value.tensor_index]}}
+    if isinstance(value, dict):
+        return {key: _call_values(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_call_values(item) for item in value]
+    return copy.deepcopy(value)
 
 
 def _refs_config(refs: list[TensorRef], keys: list | None):

@@ -16,7 +16,6 @@ import dataclasses
 import math
 import os
 import sys
-import weakref
 
 import numpy as np
 
@@ -112,8 +111,8 @@ class Model(KerasModelAPI, ModelMemory):
         self._disposed = False
         self._plans = ModelPlans(graph, spec.name)     # compiled predict calls (kerasgl/plans/)
         self._device_hooks = None                      # set by load_model (devices/policy.py)
-        _live_models.add(self)                         # kg.shutdown() disposes what is left
-        model_registry.register(self)                  # kg.memory().models; warns if dropped
+        # kg.memory().models, kg.live_models(), kg.shutdown() (which disposes what is left).
+        model_registry.register(self)
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> "Model":
@@ -470,13 +469,10 @@ def _stateful_layers(graph: Graph):
             yield layer
 
 
-# Models not yet disposed, for kg.shutdown(), which disposes them before the tensors and the
-# programs (runtime/context.py: its last registered release runs first).
-_live_models: "weakref.WeakSet[Model]" = weakref.WeakSet()
-
-
 def _dispose_live_models() -> None:
-    for model in list(_live_models):
+    """kg.shutdown(): the models not yet disposed go before the tensors and the programs
+    (runtime/context.py: its last registered release runs first)."""
+    for model in model_registry.live_models():
         model.dispose()
 
 

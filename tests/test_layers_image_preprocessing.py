@@ -1,0 +1,134 @@
+"""Image preprocessing layers against Keras 3 (.keras and .h5), as predict runs them: Resizing
+(bilinear and nearest, up- and downscaling, odd sizes, antialias, crop_to_aspect_ratio,
+pad_to_aspect_ratio, channels_first), CenterCrop (cropping, and smart_resize where the input is smaller), the random
+augmentation layers (the identity at inference), texture-stored inputs, and what is refused at
+load (other interpolations, integer images, RandomCrop that Keras leaves
+uncropped)."""
+import numpy as np
+import pytest
+from keras_ref import assert_matches_keras, keras
+from spatial_helpers import assert_branches_match_keras, assert_layer_matches, layer_spec
+
+import kerasgl as kg
+from kerasgl.layers.image_preprocessing import CenterCrop, Resizing
+
+L = keras.layers
+
+
+@pytest.mark.parametrize("channels", [3, 4])
+def test_resizing_bilinear_and_nearest(channels, tmp_path):
+    layers = [L.Resizing(3, 4, name="down"), L.Resizing(11, 9, name="up"),
+              L.Resizing(7, 5, name="same"), L.Resizing(2, 13, name="down_up"),
+              L.Resizing(1, 1, name="one_pixel"),
+              L.Resizing(3, 4, interpolation="nearest", name="nearest_down"),
+              L.Resizing(11, 9, interpolation="nearest", name="nearest_up"),
+              L.Resizing(5, 12, interpolation="nearest", name="nearest_mixed")]
+    assert_branches_match_keras(tmp_path, (7, 5, channels), layers, f"resizing_c{channels}")
+
+
+def test_resizing_large_downscale_and_antialias(tmp_path):
+    layers = [L.Resizing(4, 5, name="down"), L.Resizing(4, 5, antialias=True, name="down_aa"),
+              L.Resizing(6, 30, antialias=True, name="mixed_aa"),
+              L.Resizing(3, 2, antialias=True, name="far_down_aa"),
+              L.Resizing(40, 25, antialias=True, name="up_aa"),
+              L.Resizing(4, 5, interpolation="nearest", antialias=True, name="nearest_aa")]
+    assert_branches_match_keras(tmp_path, (17, 12, 4), layers, "resizing_antialias")
+
+
+def test_resizing_pad_to_aspect_ratio(tmp_path):
+    layers = [L.Resizing(4, 4, pad_to_aspect_ratio=True, fill_value=0.5, name="square_odd"),
+              L.Resizing(3, 8, pad_to_aspect_ratio=True, name="wide"),
+              L.Resizing(12, 5, pad_to_aspect_ratio=True, fill_value=-2.0, name="tall_up"),
+              L.Resizing(9, 6, pad_to_aspect_ratio=True, name="same"),
+              L.Resizing(5, 2, interpolation="nearest", pad_to_aspect_ratio=True, fill_value=3.0,
+                         name="nearest"),
+              L.Resizing(8, 3, pad_to_aspect_ratio=True, antialias=True, name="down_aa"),
+              L.Resizing(2, 7, pad_to_aspect_ratio=True, fill_value=1.0,
+                         data_format="channels_first", name="cf_pad")]
+    assert_branches_match_keras(tmp_path, (9, 6, 4), layers, "resizing_pad")
+
+
+def test_resizing_crop_to_aspect_ratio_and_channels_first(tmp_path):
+    layers = [L.Resizing(4, 4, crop_to_aspect_ratio=True, name="square"),
+              L.Resizing(3, 8, crop_to_aspect_ratio=True, name="wide"),
+              L.Resizing(12, 5, crop_to_aspect_ratio=True, name="tall_up"),
+              L.Resizing(5, 2, interpolation="nearest", crop_to_aspect_ratio=True, name="nearest"),
+              L.Resizing(4, 5, data_format="channels_first", name="cf"),
+              L.Resizing(2, 7, crop_to_aspect_ratio=True, data_format="channels_first",
+                         name="cf_crop")]
+    assert_branches_match_keras(tmp_path, (9, 6, 3), layers, "resizing_crop")
+
+
+@pytest.mark.parametrize("channels", [3, 4])
+def test_center_crop(channels, tmp_path):
+    layers = [L.CenterCrop(5, 4, name="crop"), L.CenterCrop(9, 6, name="same"),
+              L.CenterCrop(4, 1, name="crop_odd"), L.CenterCrop(12, 5, name="short"),
+              L.CenterCrop(3, 8, name="narrow"), L.CenterCrop(11, 10, name="small"),
+              L.CenterCrop(2, 3, data_format="channels_first", name="cf_crop"),
+              L.CenterCrop(12, 4, data_format="channels_first", name="cf_resize")]
+    assert_branches_match_keras(tmp_path, (9, 6, channels), layers, f"center_crop_c{channels}")
+
+
+def test_random_augmentations_are_identity(tmp_path):
+    inputs = keras.Input((8, 8, 3))
+    x = inputs
+    for layer in [L.RandomFlip(), L.RandomRotation(0.3), L.RandomZoom(0.2),
+                  L.RandomContrast(0.5), L.RandomTranslation(0.2, 0.1), L.RandomBrightness(0.4),
+                  L.RandomShear(0.2), L.RandomPerspective(), L.RandomElasticTransform(),
+                  L.RandomColorJitter(brightness_factor=0.2), L.RandomColorDegeneration(0.3),
+                  L.RandomHue(0.3), L.RandomSaturation(0.3), L.RandomSharpness(0.3),
+                  L.RandomGrayscale(), L.RandomInvert(), L.RandomPosterization(4),
+                  L.RandomErasing(), L.RandomGaussianBlur(), L.MixUp(), L.CutMix(),
+                  L.AugMix(), L.RandAugment(), L.Solarization(0.5), L.RandomCrop(8, 8)]:
+        x = layer(x)
+    x = L.Resizing(5, 6)(x)
+    model = keras.Model(inputs, x, name="augmentations")
+    rng = np.random.default_rng(3)
+    images = rng.uniform(0, 255, (2, 8, 8, 3)).astype("float32")
+    # No weights to randomise (only the seed generators' state, which predict never reads).
+    expected = assert_matches_keras(model, tmp_path, inputs=[images], randomize=False)
+    assert not np.allclose(expected[0][:, :, :, 0], 0.0)
+
+
+def test_texture_input():
+    x = np.random.default_rng(0).uniform(-1, 1, (2, 7, 9, 4)).astype("float32")
+    for keras_layer, cls in [(L.Resizing(4, 13, crop_to_aspect_ratio=True), Resizing),
+                             (L.CenterCrop(8, 5), CenterCrop), (L.CenterCrop(3, 4), CenterCrop)]:
+        ours = cls(layer_spec(keras_layer), 3)
+        assert_layer_matches(ours, x, np.asarray(keras_layer(x)), storage="texture")
+
+
+def _saved(tmp_path, model, fmt=".keras"):
+    path = str(tmp_path / f"{model.name}{fmt}")
+    model.save(path)
+    return path
+
+
+@pytest.mark.parametrize("layer, match", [
+    (L.Resizing(4, 4, interpolation="bicubic"), "interpolation='bicubic'"),
+    (L.Resizing(4, 4, interpolation="lanczos3"), "interpolation='lanczos3'"),
+    (L.Resizing(4, 4, interpolation="lanczos5"), "interpolation='lanczos5'"),
+])
+def test_unsupported_options_refused_at_load(layer, match, tmp_path):
+    model = keras.Sequential([keras.Input((6, 5, 3)), layer], name="refused")
+    for fmt in (".keras", ".h5"):
+        with pytest.raises(kg.UnsupportedLayerError, match=match):
+            kg.load_model(_saved(tmp_path, model, fmt))
+
+
+def test_integer_images_refused_at_load(tmp_path):
+    inputs = keras.Input((6, 5, 3), dtype="int32")
+    for layer in (L.RandomFlip(), L.Resizing(3, 3), L.CenterCrop(2, 2)):
+        model = keras.Model(inputs, layer(inputs), name=f"int_{layer.name}")
+        with pytest.raises(kg.UnsupportedLayerError, match="int32 input"):
+            kg.load_model(_saved(tmp_path, model))
+
+
+def test_random_crop_that_keras_leaves_uncropped_is_refused(tmp_path):
+    model = keras.Sequential([keras.Input((6, 5, 3)), L.RandomCrop(3, 4)], name="random_crop")
+    images = np.random.default_rng(0).uniform(-1, 1, (2, 6, 5, 3)).astype("float32")
+    # Keras 3's predict returns the images as they are, not (3, 4) as the layer declares.
+    np.testing.assert_array_equal(model.predict(images, verbose=0), images)
+    assert model.output_shape == (None, 3, 4, 3)
+    with pytest.raises(kg.UnsupportedLayerError, match="uncropped"):
+        kg.load_model(_saved(tmp_path, model))

@@ -23,8 +23,10 @@ from .runtime import context, tuning
 from .tensors import model_registry, ownership
 from .errors import (DisposedError, GPULimitError, InputTypeError, InputValueError, KerasGLError,
                      ShapeError)
-from .compiler.feeding import DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count, batch_slice, fixed_batch_size, check_input, concat_batches
-from .compiler.feeding import check_batch_size, check_verbose, wanted_outputs
+from .compiler.feeding import (DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count,
+                               batch_slice, check_batch_size, check_input, check_verbose,
+                               concat_batches, fixed_batch_size, nan_dropping_layer,
+                               wanted_outputs)
 from .compiler.layer_errors import NOT_ABOUT_THE_FILE, with_prefix
 from .compiler.graph import Graph, NestedModel, TensorSpec
 from .compiler.masks import prepare_graph
@@ -111,6 +113,7 @@ class Model(KerasModelAPI, ModelMemory):
         self._disposed = False
         self._plans = ModelPlans(graph, spec.name)     # compiled predict calls (kerasgl/plans/)
         self._device_hooks = None                      # set by load_model (devices/policy.py)
+        self._finite_inputs_for = nan_dropping_layer(graph)   # docs/limitations.md
         # kg.memory().models, kg.live_models(), kg.shutdown() (which disposes what is left).
         model_registry.register(self)
 
@@ -257,7 +260,7 @@ class Model(KerasModelAPI, ModelMemory):
         check_verbose(verbose)
         wanted, single = wanted_outputs(self._graph, outputs, self.name)
         specs = self.inputs
-        values = [check_input(v, s, self.name)
+        values = [check_input(v, s, self.name, self._finite_inputs_for)
                   for v, s in zip(arrange_inputs(x, specs, self.name, self._spec.input_keys), specs)]
         count = batch_count(values, self.name)
         batch_size = fixed_batch_size(specs, batch_size, count, self.name)

@@ -59,7 +59,7 @@ class KerasModelAPI:
 
         def run():
             tensors = [v if isinstance(v, Tensor) else
-                       upload(check_input(v, s, self.name), dtype=s.dtype)
+                       upload(check_input(v, s, self.name, self._finite_inputs_for), dtype=s.dtype)
                        for v, s in zip(values, specs)]
             return self.predict(tensors if len(tensors) > 1 else tensors[0], verbose=0)
         # The uploads die with this scope; the results move to the caller's.

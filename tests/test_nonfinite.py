@@ -94,9 +94,38 @@ RELU_OPTIONS = [
     dict(threshold=1.0), dict(negative_slope=0.1), dict(max_value=0.0),
     dict(max_value=2.0, threshold=0.5, negative_slope=0.3)]
 
-FUSED_CONV_DROPS_NAN = pytest.mark.xfail(
-    strict=True, reason="a fused convolution clamps and max-pools with GLSL min/max, which drop a NaN "
-                        "(docs/limitations.md)")
+def assert_match_or_refused(model, x, tmp_path, refused: bool, **kwargs):
+    """Where a convolution's GPU kernel clamps with min/max (Layer.drops_nan), kerasgl refuses
+    non-finite inputs instead of answering with numbers where Keras gives NaN
+    (docs/limitations.md); elsewhere it matches Keras's NaN and infinities."""
+    if not refused:
+        return assert_nonfinite_match(model, x, tmp_path, **kwargs)
+    path = os.path.join(str(tmp_path), f"{model.name}.keras")
+    model.save(path)
+    assert not np.all(np.isfinite(x))
+    with kg.load_model(path) as loaded:
+        with pytest.raises(kg.InputValueError, match="docs/limitations.md") as caught:
+            loaded.predict(x, verbose=0)
+        assert "NaN or infinite" in str(caught.value) and model.layers[0].name in str(caught.value)
+        finite = np.nan_to_num(x, nan=0.0, posinf=1.0, neginf=-1.0)
+        np.testing.assert_allclose(loaded.predict(finite, verbose=0),
+                                   model.predict(finite, verbose=0), rtol=1e-4, atol=1e-4)
+    return None
+
+
+def assert_weights_refused(model, tmp_path):
+    """Non-finite weights in a convolution whose kernel drops NaN: refused at load, naming the
+    file, the layer and docs/limitations.md."""
+    path = os.path.join(str(tmp_path), f"{model.name}.keras")
+    model.save(path)
+    before = kg.memory()
+    with pytest.raises(kg.UnsupportedLayerError, match="docs/limitations.md") as caught:
+        kg.load_model(path)
+    message = str(caught.value)
+    assert path in message and model.layers[0].name in message and "NaN or infinite" in message
+    after = kg.memory()          # the failed load freed what it had uploaded
+    assert (after.num_bytes_in_gpu, after.num_tensors) == (before.num_bytes_in_gpu, before.num_tensors)
+
 
 
 @pytest.mark.parametrize("kwargs", RELU_OPTIONS, ids=[str(k) for k in RELU_OPTIONS])
@@ -108,9 +137,7 @@ def test_relu_layer_with_nonfinite_options(kwargs, tmp_path):
         assert_nonfinite_match(model, special_rows(), tmp_path, fmt, must_be_nonfinite=False)
 
 
-@pytest.mark.parametrize("kwargs", [
-    pytest.param(k, marks=FUSED_CONV_DROPS_NAN if k == dict(max_value=INF) else ())
-    for k in RELU_OPTIONS[:8]], ids=[str(k) for k in RELU_OPTIONS[:8]])
+@pytest.mark.parametrize("kwargs", RELU_OPTIONS[:8], ids=[str(k) for k in RELU_OPTIONS[:8]])
 def test_relu_options_fused_into_dense_and_convolutions(kwargs, tmp_path):
     """ReLU after Dense / Conv2D / DepthwiseConv2D runs in their epilogues (conv: as a clamp
     between uniform bounds where it is one)."""
@@ -121,11 +148,13 @@ def test_relu_options_fused_into_dense_and_convolutions(kwargs, tmp_path):
     images = nan_images()
     conv = keras.Sequential([keras.Input(images.shape[1:]), L.Conv2D(8, 1), L.ReLU(**kwargs)],
                             name="conv_relu")
-    assert_nonfinite_match(conv, images, tmp_path, must_be_nonfinite=False)
+    # ReLU(max_value=inf) is a clamp between 0 and inf, run in the convolution kernel.
+    clamp = kwargs == dict(max_value=INF)
+    assert_match_or_refused(conv, images, tmp_path, clamp, must_be_nonfinite=False)
     depthwise = keras.Sequential([keras.Input(images.shape[1:]),
                                   L.DepthwiseConv2D(3, padding="same"), L.ReLU(**kwargs)],
                                  name="dw_relu")
-    assert_nonfinite_match(depthwise, images, tmp_path, must_be_nonfinite=False)
+    assert_match_or_refused(depthwise, images, tmp_path, clamp, must_be_nonfinite=False)
 
 
 @pytest.mark.parametrize("layer", [
@@ -197,31 +226,28 @@ def test_pooling1d_3d_and_fused_zero_padding_with_nan(tmp_path):
         assert_nonfinite_match(model, volumes, tmp_path)
 
 
-@FUSED_CONV_DROPS_NAN
-def test_convolution_fused_with_max_pooling_keeps_nan(tmp_path):
-    """Conv2D + MaxPooling2D run as one kernel (fusion): a NaN in a window pools to NaN."""
+def test_convolution_fused_with_max_pooling_refuses_nonfinite_inputs(tmp_path):
+    """Conv2D + ReLU + MaxPooling2D run as one kernel that clamps and pools with min/max: a NaN
+    or an infinity in the input is refused (docs/limitations.md), finite inputs match."""
     images = np.random.default_rng(0).uniform(-1, 1, (2, 6, 6, 8)).astype(np.float32)
     images[0, 0, 0, :] = NAN
-    images[1, 4, 1, 3] = NAN
+    images[1, 4, 1, 3] = INF
     model = keras.Sequential([keras.Input((6, 6, 8)), L.Conv2D(8, 3, padding="same",
                                                                activation="relu"),
                               L.MaxPooling2D(2)], name="conv_pool")
-    assert_nonfinite_match(model, images, tmp_path)
+    assert_match_or_refused(model, images, tmp_path, refused=True)
 
 
-def test_convolution_fused_with_max_pooling_keeps_infinities_non_finite(tmp_path):
-    """Documented difference (shaders/conv2d.comp): a window holding both +inf and -inf pools to
-    NaN in the fused kernel (Keras: +inf). Never to a finite number."""
+def test_convolution_with_a_nan_keeping_activation_takes_nonfinite_inputs(tmp_path):
+    """A convolution whose activation is not a clamp (tanh) runs the NaN-keeping activations:
+    NaN and infinite inputs are taken and give Keras's NaN and infinities."""
     images = np.random.default_rng(0).uniform(-1, 1, (1, 6, 6, 8)).astype(np.float32)
     images[0, 1, 2, 1] = INF
-    model = keras.Sequential([keras.Input((6, 6, 8)), L.Conv2D(8, 3, padding="same"),
-                              L.MaxPooling2D(2)], name="conv_pool_inf")
-    actual, expected = keras_and_kerasgl(model, images, tmp_path)
-    a, e = actual[0], expected[0]
-    assert not np.all(np.isfinite(e))
-    np.testing.assert_array_equal(np.isfinite(a), np.isfinite(e))
-    np.testing.assert_allclose(a[np.isfinite(e)], e[np.isfinite(e)], rtol=1e-4, atol=1e-4)
-    assert np.all(np.isnan(a[np.isnan(e)]))
+    images[0, 4, 4, 0] = NAN
+    model = keras.Sequential([keras.Input((6, 6, 8)), L.Conv2D(8, 3, padding="same",
+                                                               activation="tanh")],
+                             name="conv_tanh_inf")
+    assert_nonfinite_match(model, images, tmp_path)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -290,21 +316,25 @@ def test_dense_with_an_infinite_kernel(tmp_path):
     assert np.all(np.isnan(out[0])) and np.all(np.isnan(out[3]))
 
 
-@FUSED_CONV_DROPS_NAN
 @pytest.mark.parametrize("padding", ["valid", "same"])
 def test_convolutions_with_infinite_kernels(padding, tmp_path):
-    """Padded cells are zeros that multiply the kernel in Keras too: 0 * inf = NaN there."""
+    """Padded cells are zeros that multiply the kernel in Keras too: 0 * inf = NaN there. Where
+    the kernel clamps with min/max (ReLU6, linear) such weights are refused at load; with a
+    NaN-keeping activation (tanh) they run and match Keras."""
     ones = np.ones((1, 6, 6, 4), np.float32)
     conv = keras.Sequential([keras.Input((6, 6, 4)), L.Conv2D(4, 3, padding=padding,
                                                               activation="relu6")], name="inf_c")
     conv.layers[0].set_weights([np.full((3, 3, 4, 4), INF, np.float32), np.zeros(4, np.float32)])
-    assert_nonfinite_match(conv, ones, tmp_path, must_be_nonfinite=False)
-    assert_nonfinite_match(conv, nan_images(4), tmp_path)
+    assert_weights_refused(conv, tmp_path)
     depthwise = keras.Sequential([keras.Input((6, 6, 4)), L.DepthwiseConv2D(3, padding=padding)],
                                  name="inf_dw")
     depthwise.layers[0].set_weights([np.full((3, 3, 4, 1), INF, np.float32),
                                      np.zeros(4, np.float32)])
-    assert_nonfinite_match(depthwise, ones, tmp_path)
+    assert_weights_refused(depthwise, tmp_path)
+    tanh = keras.Sequential([keras.Input((6, 6, 4)), L.Conv2D(4, 3, padding=padding,
+                                                              activation="tanh")], name="inf_t")
+    tanh.layers[0].set_weights([np.full((3, 3, 4, 4), INF, np.float32), np.zeros(4, np.float32)])
+    assert_nonfinite_match(tanh, ones, tmp_path, must_be_nonfinite=False)
 
 
 def test_inputs_near_float32_maximum_overflow_to_inf(tmp_path):
@@ -314,15 +344,15 @@ def test_inputs_near_float32_maximum_overflow_to_inf(tmp_path):
     assert out[0, 0] == INF and out[0, 1] == 0.0
 
 
-@FUSED_CONV_DROPS_NAN
 def test_mobilenet_block_with_nan_input(tmp_path):
-    """Conv + BatchNorm + ReLU6 (folded and fused at load), depthwise, global average."""
+    """Conv + BatchNorm + ReLU6 (folded and fused at load), depthwise, global average: a NaN
+    input is refused (the fused kernels clamp with min/max), finite inputs match."""
     images = nan_images(8)
     model = keras.Sequential([keras.Input(images.shape[1:]), L.Conv2D(8, 1), L.BatchNormalization(),
                               L.ReLU(6.0), L.DepthwiseConv2D(3, padding="same"),
                               L.BatchNormalization(), L.ReLU(6.0), L.GlobalAveragePooling2D()],
                              name="mobilenet_block")
-    assert_nonfinite_match(model, images, tmp_path)
+    assert_match_or_refused(model, images, tmp_path, refused=True)
 
 
 # -------------------------------------------------------------------------------------------------

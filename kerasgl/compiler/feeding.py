@@ -66,8 +66,24 @@ def _check_shape(shape, spec: TensorSpec, model_name: str) -> None:
                          f"{format_shape(expected)}, received shape {format_shape(shape)}.")
 
 
-def check_input(value, spec: TensorSpec, model_name: str):
-    """A numpy array of the input's dtype, or the Tensor itself, after checking shape and dtype."""
+def nan_dropping_layer(graph) -> str | None:
+    """The name of the first layer (nested models included) whose GPU kernel would turn a NaN
+    or an infinity into a number where Keras keeps NaN (Layer.drops_nan), or None."""
+    for name, layer in graph.layers.items():
+        inner = getattr(layer, "nested_graph", None)
+        found = nan_dropping_layer(inner) if inner is not None else None
+        if found is not None:
+            return f"{name}/{found}"
+        if getattr(layer, "drops_nan", False):
+            return name
+    return None
+
+
+def check_input(value, spec: TensorSpec, model_name: str, finite_for: str | None = None):
+    """A numpy array of the input's dtype, or the Tensor itself, after checking shape and dtype.
+    finite_for: the layer (nan_dropping_layer) for which a float input must hold no NaN or
+    infinity: refused rather than answered with numbers where Keras gives NaN. A Tensor input is
+    already on the GPU and is not checked (docs/limitations.md)."""
     if isinstance(value, Tensor):
         value._check_alive()
         _check_shape(value.shape, spec, model_name)
@@ -106,6 +122,15 @@ def check_input(value, spec: TensorSpec, model_name: str):
                                   f"{format_shape(spec.shape)}; received {array.dtype} values "
                                   f"that are not whole numbers, shape "
                                   f"{format_shape(array.shape)}.")
+    if finite_for is not None and spec.dtype == "float32" and kind == "f":
+        finite = np.isfinite(array)
+        if not finite.all():
+            first = tuple(int(i) for i in np.argwhere(~finite)[0])
+            raise InputValueError(
+                f"{where} holds {int(finite.size - np.count_nonzero(finite))} NaN or infinite "
+                f"value(s), the first at index {first}. Layer '{finite_for}' is a convolution whose "
+                f"GPU kernel clamps with min/max, which would turn them into numbers where Keras "
+                f"gives NaN (docs/limitations.md): replace them before predict.")
     return np.ascontiguousarray(array, dtype=np.float32 if spec.dtype == "float32" else np.int32)
 
 

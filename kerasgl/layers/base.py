@@ -238,6 +238,14 @@ class Layer:
         """The graph a model nested as a layer runs (compiler/graph.py's NestedModel)."""
         return None
 
+    # -- NaN (docs/limitations.md) ------------------------------------------------------------
+    @property
+    def drops_nan(self) -> bool:
+        """True where this layer's GPU kernel may turn a NaN or infinity of its input into a
+        finite number where Keras keeps NaN (a convolution's min/max clamp): the model then refuses
+        non-finite numpy inputs (compiler/feeding.py) rather than give such an answer."""
+        return False
+
     # -- reading files (saving/layer_rules.py asks these by class name, through FILE_RULES) ------
     # How many weight arrays every config of this class implies; None: not fixed (no check
     # before the layer's own, in __init__ / build).

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ModelFileError
+from ..errors import ModelFileError, UnsupportedLayerError
 from ..ops import conv
 from . import activations, config_values
 from .base import AffineFoldable, register
@@ -49,6 +49,27 @@ class _ConvBase(AffineFoldable, SpatialLayer):
         self.act = self.fused if self.fused is not None else conv.LINEAR
         if self.fused is None:
             self.shaders = tuple(self.shaders) + ("softmax.comp",)
+
+    @property
+    def drops_nan(self) -> bool:
+        """conv2d.comp / depthwise_conv2d.comp run a linear / ReLU / ReLU6 activation (and a
+        fused 2x2 max pooling) with GLSL's min/max, which drop a NaN (see act_clamp there)."""
+        return conv.clamp_bounds(self.act) is not None
+
+    def refuse_nonfinite_weights(self, *arrays) -> None:
+        """Where the kernel drops NaN, weights of NaN or infinity (the file's, or after folding a
+        BatchNormalization in) would make finite outputs where Keras gives NaN (0 * inf): refused
+        at load rather than answered wrongly (docs/limitations.md)."""
+        if not self.drops_nan:
+            return
+        bad = sum(int(np.size(a) - np.count_nonzero(np.isfinite(a))) for a in arrays if a is not None)
+        if bad:
+            raise UnsupportedLayerError(
+                f"Layer '{self.name}' ({self.class_name}): its kernel or bias holds {bad} NaN or "
+                f"infinite value(s) (after folding any BatchNormalization in). kerasgl's "
+                f"convolution kernel clamps its activation with min/max, which would turn the NaN "
+                f"Keras computes from them into numbers, so such weights are refused "
+                f"(docs/limitations.md).")
 
     def check_kernel(self, index: int, expected: tuple) -> None:
         actual = tuple(self.weights_np[index].shape)
@@ -116,11 +137,13 @@ class _ConvBase(AffineFoldable, SpatialLayer):
     def folded(self, kernel, bias, channel_axis_scale):
         """(kernel, bias) with the folded affine map applied; channel_axis_scale(kernel, scale)
         multiplies the kernel's output channels."""
-        if self._fold is None:
-            return kernel, bias
-        scale, shift = self._fold
-        bias = np.zeros(self.out_channels, np.float32) if bias is None else np.asarray(bias, np.float32)
-        return channel_axis_scale(np.asarray(kernel, np.float32), scale), bias * scale + shift
+        if self._fold is not None:
+            scale, shift = self._fold
+            bias = (np.zeros(self.out_channels, np.float32) if bias is None
+                    else np.asarray(bias, np.float32))
+            kernel, bias = channel_axis_scale(np.asarray(kernel, np.float32), scale), bias * scale + shift
+        self.refuse_nonfinite_weights(kernel, bias)
+        return kernel, bias
 
     def input_spatial(self, spatial):
         """Spatial sizes this layer convolves: after an absorbed ZeroPadding."""
@@ -325,8 +348,13 @@ class _Separable(_ConvBase):
         self.check_channels(shape[-1], self.in_channels)
         return (shape[0],) + self.output_spatial(shape[1:-1]) + (self.filters,)
 
+    @property
+    def drops_nan(self) -> bool:
+        return True           # the depthwise stage runs linear, as a clamp (conv.LINEAR)
+
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
+        self.refuse_nonfinite_weights(self.weights_np[0])
         self.depthwise = conv.pack_depthwise(self.weights_np[0], None, self.upload)
         kernel, bias = self.folded(self.weights_np[1], self.weights_np[2] if self.use_bias else None,
                                    lambda k, scale: k * scale)

@@ -14,6 +14,7 @@ from .convolutional import _Conv, _ConvTranspose
 
 @register("Conv3D", "Convolution3D")
 class Conv3D(_Conv):
+    drops_nan = False       # conv3d.comp runs the NaN-keeping activations of activations.glsl
     spatial_rank = 3
     shaders = ("conv3d.comp",)
 
@@ -33,6 +34,7 @@ class Conv3D(_Conv):
 
 @register("Conv3DTranspose", "Convolution3DTranspose")
 class Conv3DTranspose(_ConvTranspose):
+    drops_nan = False       # conv3d.comp runs the NaN-keeping activations of activations.glsl
     spatial_rank = 3
     shaders = ("conv3d.comp",)
 

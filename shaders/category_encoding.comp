@@ -1,8 +1,8 @@
 #version 430
 // y[b, r, c] = how many of x[b, 0..sample_len, r] equal the token c (MULTI_HOT: 1.0 where any
-// does; WEIGHTED: the sum of w[b, l, r] * (x[b, l, r] == c), as Keras multiplies the one-hot
-// encoding by count_weights, so that an infinite or NaN weight reaches every token's sum): Keras's
-// "count" / "multi_hot" encodings, which reduce axis 1 of the int32 tokens x[b, l, r]. A token
+// does; WEIGHTED: the sum of the weights w[b, l, r] of the tokens equal to c, so that an infinite
+// or NaN weight reaches its own token's sum only, as in Keras on JAX): Keras's "count" /
+// "multi_hot" encodings, which reduce axis 1 of the int32 tokens x[b, l, r]. A token
 // outside [0, depth) counts for nothing (jax.nn.one_hot gives it zeros).
 // One invocation per output value.
 #include "common.glsl"
@@ -29,7 +29,7 @@ void main() {
     float total = 0.0;
     for (uint l = 0u; l < sample_len; ++l) {
         uint k = at + l * inner;
-        total += (x[k] == token ? 1.0 : 0.0) * w[k];
+        if (x[k] == token) total += w[k];
     }
     y[i] = total;
 #else

@@ -63,7 +63,14 @@ def test_weighted_counts(tmp_path):
     counts = L.CategoryEncoding(num_tokens=4, output_mode="count")(ids, count_weights=weights)
     model = keras.Model([ids, weights], counts, name="ce_weighted")
     data = np.random.default_rng(6).uniform(-2, 2, size=(3, 5)).astype(np.float32)
+    data[0, 1], data[1, 2] = np.inf, np.nan     # they reach their own token's count only
     assert_matches_keras(model, tmp_path, inputs=[tokens((3, 5), 4), data])
+
+
+def test_many_tokens_and_batches(tmp_path):
+    model = model_of(L.CategoryEncoding(num_tokens=300, output_mode="count"), (40,), "int32",
+                     "ce_many")
+    assert_matches_keras(model, tmp_path, inputs=[tokens((70, 40), 300)], batch_size=32)
 
 
 def test_category_encoding_of_a_single_token(tmp_path):
@@ -105,12 +112,46 @@ def test_discretization_after_adapt(tmp_path):
     assert_matches_keras(model, tmp_path, inputs=[values((6, 4))])
 
 
+@pytest.mark.parametrize("mode", ["int", "one_hot", "count"])
+def test_discretization_without_boundaries_has_one_bin(mode, tmp_path):
+    model = model_of(L.Discretization(bin_boundaries=[], output_mode=mode), (3,), "float32",
+                     "disc_one_bin")
+    assert_matches_keras(model, tmp_path, inputs=[values((2, 3))])
+
+
+def test_discretization_with_many_boundaries(tmp_path):
+    bounds = sorted(np.random.default_rng(7).normal(size=100).tolist())
+    model = model_of(L.Discretization(bin_boundaries=bounds), (40,), "float32", "disc_many")
+    assert_matches_keras(model, tmp_path, inputs=[values((70, 40))], batch_size=32)
+
+
 def test_discretization_into_category_encoding(tmp_path):
     inputs = keras.Input((5,))
     bins = L.Discretization(bin_boundaries=[-0.5, 0.0, 0.5])(inputs)
     encoded = L.CategoryEncoding(num_tokens=4, output_mode="count")(bins)
     model = keras.Model(inputs, encoded, name="disc_ce")
     assert_matches_keras(model, tmp_path, inputs=[values((3, 5))])
+
+
+def test_repeated_predicts_replay_the_same_answers(tmp_path):
+    """Later predicts run from an execution plan: each still matches Keras on its own data."""
+    inputs = keras.Input((6,), dtype="int32")
+    hot = L.CategoryEncoding(num_tokens=5, output_mode="multi_hot")(inputs)
+    bins = L.Discretization(bin_boundaries=[0.5, 1.5], output_mode="count")(hot)
+    model = keras.Model(inputs, [hot, bins], name="cat_replay")
+    with kg.load_model(saved(model, tmp_path)) as loaded:
+        for seed in range(4):
+            data = tokens((3, 6), 5, seed=seed)
+            for ours, theirs in zip(loaded.predict(data, verbose=0),
+                                    model.predict(data, verbose=0)):
+                np.testing.assert_allclose(ours, theirs, atol=1e-4, rtol=1e-4)
+        assert [info.status for info in loaded.plan_info()] == ["planned"]
+
+
+def test_a_half_precision_policy_gives_the_same_one_hot(tmp_path):
+    layer = L.CategoryEncoding(num_tokens=5, output_mode="one_hot", dtype="mixed_float16")
+    model = model_of(layer, (3,), "int32", "ce_mixed")
+    assert_matches_keras(model, tmp_path, inputs=[tokens((4, 3), 5)])
 
 
 # -- refused at load ----------------------------------------------------------------------------

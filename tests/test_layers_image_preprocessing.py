@@ -1,9 +1,9 @@
 """Image preprocessing layers against Keras 3 (.keras and .h5), as predict runs them: Resizing
 (bilinear and nearest, up- and downscaling, odd sizes, antialias, crop_to_aspect_ratio,
-pad_to_aspect_ratio, channels_first), CenterCrop (cropping, and smart_resize where the input is smaller), the random
-augmentation layers (the identity at inference), texture-stored inputs, and what is refused at
-load (other interpolations, integer images, RandomCrop that Keras leaves
-uncropped)."""
+pad_to_aspect_ratio, channels_first), CenterCrop (cropping, and smart_resize where the input is
+smaller), the random augmentation layers (the identity at inference; masks end there),
+non-finite inputs, texture-stored inputs, and what is refused at load (other interpolations,
+integer images, RandomCrop that Keras leaves uncropped)."""
 import numpy as np
 import pytest
 from keras_ref import assert_matches_keras, keras
@@ -69,25 +69,71 @@ def test_center_crop(channels, tmp_path):
     assert_branches_match_keras(tmp_path, (9, 6, channels), layers, f"center_crop_c{channels}")
 
 
-def test_random_augmentations_are_identity(tmp_path):
+def _assert_identity_chain(tmp_path, layers, name, formats=(".keras", ".h5")):
+    """The layers one after another, then a Resizing, on images in [0, 255)."""
     inputs = keras.Input((8, 8, 3))
     x = inputs
-    for layer in [L.RandomFlip(), L.RandomRotation(0.3), L.RandomZoom(0.2),
-                  L.RandomContrast(0.5), L.RandomTranslation(0.2, 0.1), L.RandomBrightness(0.4),
-                  L.RandomShear(0.2), L.RandomPerspective(), L.RandomElasticTransform(),
-                  L.RandomColorJitter(brightness_factor=0.2), L.RandomColorDegeneration(0.3),
-                  L.RandomHue(0.3), L.RandomSaturation(0.3), L.RandomSharpness(0.3),
-                  L.RandomGrayscale(), L.RandomInvert(), L.RandomPosterization(4),
-                  L.RandomErasing(), L.RandomGaussianBlur(), L.MixUp(), L.CutMix(),
-                  L.AugMix(), L.RandAugment(), L.Solarization(0.5), L.RandomCrop(8, 8)]:
+    for layer in layers:
         x = layer(x)
-    x = L.Resizing(5, 6)(x)
-    model = keras.Model(inputs, x, name="augmentations")
-    rng = np.random.default_rng(3)
-    images = rng.uniform(0, 255, (2, 8, 8, 3)).astype("float32")
+    model = keras.Model(inputs, L.Resizing(5, 6)(x), name=name)
+    images = np.random.default_rng(3).uniform(0, 255, (2, 8, 8, 3)).astype("float32")
     # No weights to randomise (only the seed generators' state, which predict never reads).
-    expected = assert_matches_keras(model, tmp_path, inputs=[images], randomize=False)
-    assert not np.allclose(expected[0][:, :, :, 0], 0.0)
+    expected = assert_matches_keras(model, tmp_path, inputs=[images], randomize=False,
+                                    formats=formats)
+    assert not np.allclose(expected[0], 0.0)
+
+
+def test_random_augmentations_are_identity(tmp_path):
+    _assert_identity_chain(tmp_path, [
+        L.RandomFlip(), L.RandomRotation(0.3), L.RandomZoom(0.2), L.RandomContrast(0.5),
+        L.RandomTranslation(0.2, 0.1), L.RandomShear(0.2), L.RandomPerspective(),
+        L.RandomElasticTransform(), L.RandomColorJitter(brightness_factor=0.2), L.RandomHue(0.3),
+        L.RandomGrayscale(), L.RandomInvert(), L.RandomErasing(), L.RandomGaussianBlur(),
+        L.MixUp(), L.CutMix(), L.AugMix(), L.RandAugment(), L.RandomCrop(8, 8)], "augmentations")
+
+
+def test_random_augmentations_keras_saves_as_keras_only(tmp_path):
+    # Keras cannot save these as .h5 (their configs deep-copy a module).
+    _assert_identity_chain(tmp_path, [
+        L.RandomBrightness(0.4), L.RandomColorDegeneration(0.3), L.RandomSaturation(0.3),
+        L.RandomSharpness(0.3), L.RandomPosterization(4),
+        L.Solarization(0.5, threshold_factor=0.2)], "augmentations_keras", formats=(".keras",))
+
+
+def test_masks_end_at_augmentations(tmp_path):
+    """Keras 3 drops a mask at these layers (values unchanged); the branch that does not pass
+    through one keeps it."""
+    inputs = keras.Input((6, 3))
+    masked = L.Masking()(inputs)
+    outputs = [L.GlobalAveragePooling1D()(masked)]
+    for layer in (L.RandomFlip(), L.RandomContrast(0.3), L.RandomZoom(0.2)):
+        outputs.append(L.GlobalAveragePooling1D()(layer(masked)))
+    model = keras.Model(inputs, outputs, name="masked_augmentations")
+    steps = np.random.default_rng(5).uniform(-1, 1, (2, 6, 3)).astype("float32")
+    steps[:, 4:] = 0.0
+    expected = assert_matches_keras(model, tmp_path, inputs=[steps], randomize=False)
+    assert not np.allclose(expected[0], expected[1])
+
+
+def test_non_finite_images(tmp_path):
+    """Keras's bilinear resize makes a whole channel of an image NaN for one NaN or infinity in
+    the window it resizes; kerasgl's kernel does not, so such numpy inputs are refused at
+    predict. Nearest resizing and cropping keep NaN where Keras does."""
+    images = np.random.default_rng(6).uniform(-1, 1, (2, 6, 5, 3)).astype("float32")
+    images[0, 2, 3, 1], images[1, 0, 0, 2] = np.nan, np.inf
+    inputs = keras.Input((6, 5, 3))
+    exact = keras.Model(inputs, [L.Resizing(4, 7, interpolation="nearest")(inputs),
+                                 L.CenterCrop(3, 4)(inputs), L.RandomFlip()(inputs)], name="exact")
+    assert_matches_keras(exact, tmp_path, inputs=[images], randomize=False)
+    for layer in (L.Resizing(4, 7), L.CenterCrop(8, 4)):
+        model = keras.Sequential([keras.Input((6, 5, 3)), layer], name=f"nan_{layer.name}")
+        assert np.isnan(model.predict(images, verbose=0)[0, :, :, 1]).all()   # the NaN's channel
+        with kg.load_model(_saved(tmp_path, model)) as loaded:
+            with pytest.raises(kg.InputValueError, match=layer.name):
+                loaded.predict(images, verbose=0)
+            finite = np.nan_to_num(images, posinf=0.0)
+            np.testing.assert_allclose(loaded.predict(finite, verbose=0),
+                                       model.predict(finite, verbose=0), atol=1e-4, rtol=1e-4)
 
 
 def test_texture_input():

@@ -128,9 +128,9 @@ def check_input(value, spec: TensorSpec, model_name: str, finite_for: str | None
             first = tuple(int(i) for i in np.argwhere(~finite)[0])
             raise InputValueError(
                 f"{where} holds {int(finite.size - np.count_nonzero(finite))} NaN or infinite "
-                f"value(s), the first at index {first}. Layer '{finite_for}' is a convolution whose "
-                f"GPU kernel clamps with min/max, which would turn them into numbers where Keras "
-                f"gives NaN (docs/limitations.md): replace them before predict.")
+                f"value(s), the first at index {first}. Layer '{finite_for}' runs a GPU kernel "
+                f"that would turn them into numbers where Keras gives NaN (docs/limitations.md): "
+                f"replace them before predict.")
     return np.ascontiguousarray(array, dtype=np.float32 if spec.dtype == "float32" else np.int32)
 
 

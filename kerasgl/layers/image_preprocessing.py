@@ -68,6 +68,13 @@ class Resizing(_ImageLayer):
         return resize(x, (self.height, self.width), self.interpolation, self.antialias, window,
                       self.fill_value)
 
+    @property
+    def drops_nan(self) -> bool:
+        """jax's bilinear resize multiplies every pixel by its weight, zeros included, so one NaN
+        or infinity makes that channel of the resized image NaN; resize.comp reads the pixels
+        near each sample only (nearest picks pixels, as jax does)."""
+        return self.interpolation == "bilinear"
+
 
 @register("CenterCrop")
 class CenterCrop(_ImageLayer):
@@ -75,6 +82,17 @@ class CenterCrop(_ImageLayer):
     resized as Keras's smart_resize does it (its largest centred window of the target's aspect
     ratio, bilinear, not antialiased)."""
     shaders = ("pad_crop2d.comp", "resize.comp")
+    input_spatial = (None, None)     # the (height, width) shape inference saw
+
+    def channels_last_shape(self, shape):
+        self.input_spatial = tuple(shape[1:3])
+        return super().channels_last_shape(shape)
+
+    @property
+    def drops_nan(self) -> bool:
+        """Where it resizes: as Resizing's bilinear (cropping keeps every NaN where Keras does)."""
+        return not all(size is not None and size >= target for size, target in
+                       zip(self.input_spatial, (self.height, self.width)))
 
     def channels_last_call(self, x):
         _, h, w, _ = x.shape
@@ -86,9 +104,7 @@ class CenterCrop(_ImageLayer):
                       aspect_window(h, w, self.height, self.width))
 
 
-# Keras 3 layers whose inference call returns the images unchanged. Masks: the values do not
-# depend on one, but whether Keras hands it on from a layer returning its input is not declared
-# here, so a mask reaching one is refused at load (mask_behaviour undeclared).
+# Keras 3 layers whose inference call returns the images unchanged.
 IDENTITY_AT_INFERENCE = (
     "RandomFlip", "RandomRotation", "RandomZoom", "RandomContrast", "RandomTranslation",
     "RandomBrightness", "RandomShear", "RandomPerspective", "RandomElasticTransform",
@@ -99,7 +115,9 @@ IDENTITY_AT_INFERENCE = (
 
 @register(*IDENTITY_AT_INFERENCE)
 class RandomAugmentation(Layer):
-    """A random augmentation: predict never trains, so the output is the input (a view)."""
+    """A random augmentation: predict never trains, so the output is the input (a view). Keras
+    3 destroys a mask reaching one (supports_masking is False)."""
+    mask_behaviour = "drops"
     # Their seed generator's state may be saved as a weight; inference reads none.
     weight_arrays = None
 
@@ -130,6 +148,6 @@ class RandomCrop(RandomAugmentation):
         target = (int(self.option("height")), int(self.option("width")))
         if spatial_dims != target:
             raise self.unsupported(
-                f"an input of spatial size {spatial_dims} (not the crop size {target}): Keras 3's "
-                "predict returns it uncropped, unlike the layer's declared output shape")
+                f"an input of spatial size {spatial_dims} other than the crop size {target} "
+                "(Keras 3's predict returns it uncropped, unlike its declared output shape)")
         return shape

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..errors import ModelFileError
 from ..ops import normalization
 from ..ops.axes import normalize_axes
 from . import config_values
@@ -82,8 +83,20 @@ class BatchNormalization(Layer):
 
     def build(self, input_shape):
         axes = normalize_axes(self.axis, len(input_shape), f"Layer '{self.name}': axis")
-        inv, shift = self.affine()
         expected = tuple(input_shape[a] for a in axes)
+        if None in expected:
+            raise self.shape_error(f"axis {self.axis} of input shape {tuple(input_shape)} has no "
+                                   f"fixed size: Keras needs one to hold the statistics.")
+        # The shape every weight has in Keras's files: (C,) for one axis; for several (Keras 2),
+        # the input's rank with 1 on the other axes.
+        wanted = expected if len(axes) == 1 else \
+            tuple(input_shape[d] if d in axes else 1 for d in range(len(input_shape)))
+        for index, weight in enumerate(self.weights_np):
+            if tuple(np.shape(weight)) != wanted:
+                raise ModelFileError(f"Layer '{self.name}' ({self.class_name}): weight {index} has "
+                                     f"shape {tuple(np.shape(weight))}, the config and input shape "
+                                     f"{tuple(input_shape)} imply {wanted}.")
+        inv, shift = self.affine()
         if inv.size != math.prod(expected):
             raise self.shape_error(f"statistics of shape {inv.shape} do not fit input shape "
                                    f"{tuple(input_shape)} along axis {self.axis}.")

@@ -26,7 +26,7 @@ def aspect_window(height: int, width: int, target_height: int, target_width: int
 def padded_window(height: int, width: int, target_height: int, target_width: int):
     """(top, left, rows, cols): the window, reaching beyond a height x width image, that Keras's
     pad_to_aspect_ratio resizes: padded evenly on both sides of the short axis, by
-    int((padded size - size) / 2) each (so one cell short of the ratio when the difference is odd)."""
+    int((padded size - size) / 2) each (one cell short of the ratio when the difference is odd)."""
     rows = max(height, int(float(width * target_height) / target_width))
     cols = max(width, int(float(height * target_width) / target_height))
     top, left = int(float(rows - height) / 2), int(float(cols - width) / 2)
@@ -51,7 +51,8 @@ def resize(x: Tensor, size, interpolation: str = "bilinear", antialias: bool = F
     hold `fill`."""
     check_input(x, 4, "resize")
     if interpolation not in INTERPOLATIONS:
-        raise ValueError(f"resize interpolation must be one of {INTERPOLATIONS}, not {interpolation!r}.")
+        raise ValueError(f"resize interpolation must be one of {INTERPOLATIONS}, "
+                         f"not {interpolation!r}.")
     b, h, w, c = x.shape
     top, left, rows, cols = window if window is not None else (0, 0, h, w)
     out_h, out_w = int(size[0]), int(size[1])

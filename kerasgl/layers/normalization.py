@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import ModelFileError
 from ..ops import normalization
 from ..ops.axes import normalize_axes
-from . import config_values
+from . import config_values, keras_api
 from .base import Layer, register
 
 # Keras 2 BatchNormalization(renorm=True) appends moving_stddev, renorm_mean and renorm_stddev
@@ -91,7 +91,9 @@ class BatchNormalization(Layer):
         # the input's rank with 1 on the other axes.
         wanted = expected if len(axes) == 1 else \
             tuple(input_shape[d] if d in axes else 1 for d in range(len(input_shape)))
-        for index, weight in enumerate(self.weights_np):
+        # Every array the file holds for the layer: renorm's training-only ones too (unused here,
+        # but a file whose arrays do not fit its config is damaged).
+        for index, weight in enumerate(keras_api.stored_weights(self.spec)):
             if tuple(np.shape(weight)) != wanted:
                 raise ModelFileError(f"Layer '{self.name}' ({self.class_name}): weight {index} has "
                                      f"shape {tuple(np.shape(weight))}, the config and input shape "
@@ -159,12 +161,15 @@ class LayerNormalization(Layer):
             # Keras sizes gamma / beta by the normalised axes: they must be known (not the batch).
             raise self.shape_error(f"axis {self.axis} normalises a dimension of unknown size in "
                                    f"input shape {tuple(input_shape)}.")
-        size = math.prod(input_shape[a] for a in axes)
+        # Keras gives gamma / beta the sizes of the normalised axes in the config's order.
+        wanted = tuple(input_shape[a] for a in (self.axis if isinstance(self.axis, tuple)
+                                                else (self.axis,)))
         weights = list(self.weights_np)
         for w in weights:
-            if w.size != size:
-                raise self.shape_error(f"weight of shape {w.shape} does not fit the normalised axes "
-                                       f"{list(axes)} of input shape {tuple(input_shape)}.")
+            if tuple(w.shape) != wanted:
+                raise ModelFileError(f"Layer '{self.name}' ({self.class_name}): a weight of shape "
+                                     f"{tuple(w.shape)}; axis {self.axis} of input shape "
+                                     f"{tuple(input_shape)} implies {wanted}.")
         # Keras reshapes gamma / beta (C order) onto the sorted axes: the flat order is the same.
         self.gamma = self.upload(weights.pop(0).astype(np.float32).reshape(-1)) if self.has_gamma else None
         self.beta = self.upload(weights.pop(0).astype(np.float32).reshape(-1)) if self.has_beta else None

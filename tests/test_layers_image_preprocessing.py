@@ -178,3 +178,21 @@ def test_random_crop_that_keras_leaves_uncropped_is_refused(tmp_path):
     assert model.output_shape == (None, 3, 4, 3)
     with pytest.raises(kg.UnsupportedLayerError, match="uncropped"):
         kg.load_model(_saved(tmp_path, model))
+
+
+def test_resizing_256_to_224_in_front_of_a_real_classifier(tmp_path):
+    """What users save: a 256x256 image resized to 224x224 (bilinear) and scaled to [-1, 1], then
+    a MobileNetV2 (weights=None, BatchNorm statistics as tests/test_applications.py makes them):
+    logits as Keras's within 1e-4."""
+    from test_applications import random_batchnorm_statistics, randomize_non_kernels
+    keras.utils.set_random_seed(0)
+    pixels = np.random.default_rng(4).uniform(0, 255, (16, 256, 256, 3)).astype(np.float32)
+    front = keras.Sequential([keras.Input((256, 256, 3)), L.Resizing(224, 224, name="resize"),
+                              L.Rescaling(1 / 127.5, offset=-1, name="scale")], name="front")
+    backbone = keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3), alpha=0.35,
+                                              classes=10, classifier_activation=None)
+    randomize_non_kernels(backbone)
+    random_batchnorm_statistics(backbone, np.asarray(front(pixels)))
+    images = keras.Input((256, 256, 3), name="image")
+    model = keras.Model(images, backbone(front(images)), name="resized_classifier")
+    assert_matches_keras(model, tmp_path, inputs=[pixels[:2]], randomize=False)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..tensors import ownership
 from ..errors import ModelFileError, UnsupportedLayerError
 from ..ops import layout, rnn
@@ -325,3 +327,48 @@ class RNN(Recurrent):
 
     def make_cells(self, where) -> list[Cell]:
         return cells_from_rnn_config(self.option("cell"), self.weights_np, self.keras_major, where)
+
+
+# -- CuDNNLSTM / CuDNNGRU (Keras 2.0-2.3, trained on NVIDIA GPUs) ---------------------------------
+def _per_gate(kernel, transform, gates: int):
+    return np.hstack([transform(k) for k in np.hsplit(np.asarray(kernel, np.float32), gates)])
+
+
+def from_cudnn_weights(weights: list, gates: int) -> list:
+    """Keras 2's own conversion of CuDNN weights for its LSTM / GRU layers (tf-keras
+    hdf5_format `_convert_rnn_weights`, from_cudnn=True): each gate's input kernel transposed and
+    reshaped in Fortran order, each gate's recurrent kernel transposed; an LSTM's two biases
+    summed, a GRU's split into the input and the recurrent row of reset_after=True."""
+    kernel = _per_gate(weights[0], lambda k: k.T.reshape(k.shape, order="F"), gates)
+    recurrent = _per_gate(weights[1], lambda k: k.T, gates)
+    bias = np.asarray(weights[2], np.float32)
+    bias = bias.reshape(2, -1).sum(axis=0) if gates == 4 else bias.reshape(2, -1)
+    return [kernel, recurrent, bias]
+
+
+@register("CuDNNLSTM", "CuDNNGRU")
+class CuDNNRecurrent(RecurrentLayer):
+    """A CuDNN layer runs as the LSTM / GRU(reset_after=True) Keras 2 converts it to: tanh
+    activation, sigmoid recurrent activation, the weights converted as Keras 2 loads them."""
+    weight_arrays = 3
+
+    @classmethod
+    def weight_count(cls, config):
+        return 3
+
+    def make_cells(self, where) -> list[Cell]:
+        lstm = self.class_name == "CuDNNLSTM"
+        gates = 4 if lstm else 3
+        units = config_values.positive_int(self, "units")
+        shapes = [tuple(np.shape(w)) for w in self.weights_np]
+        if len(shapes) != 3 or shapes[1] != (units, gates * units) \
+                or len(shapes[0]) != 2 or shapes[0][1] != gates * units \
+                or shapes[2] != (2 * gates * units,):
+            raise ModelFileError(f"{where}: a {self.class_name} of {units} units stores a kernel "
+                                 f"(features, {gates * units}), a recurrent kernel ({units}, "
+                                 f"{gates * units}) and a bias ({2 * gates * units},); the file "
+                                 f"has {shapes}.")
+        config = {"units": units, "activation": "tanh", "recurrent_activation": "sigmoid",
+                  "use_bias": True, "reset_after": True}
+        return [make_cell("LSTM" if lstm else "GRU", config,
+                          from_cudnn_weights(self.weights_np, gates), self.keras_major, where)]

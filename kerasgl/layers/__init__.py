@@ -32,5 +32,6 @@ from . import reversible_embedding  # noqa: F401,E402
 from . import grouped_query_attention  # noqa: F401,E402
 from . import application_layers  # noqa: F401,E402
 from . import tf_op_layers  # noqa: F401,E402
+from . import conv_recurrent  # noqa: F401,E402
 from . import image_preprocessing  # noqa: F401,E402
 from . import category_layers  # noqa: F401,E402

@@ -41,8 +41,8 @@ FAILURES = ("code_ran", "read_outside", "plugin_loaded_for_file", "timeout", "cr
             "raw_exception", "error_without_path", "loaded_hostile", "wrong_output")
 # Failures of the layer code, past saving/ (which hands over the arrays as the file stores
 # them): a raw exception raised for a config value it does not check, or a weight of a shape the
-# config does not allow taken without complaint. The corpus test lists them and is marked xfail
-# while they are the only failures.
+# config does not allow taken without complaint. Counted apart, so that the corpus test's message
+# says which side of saving/ failed; they fail it like the others.
 OUTSIDE_SAVING = ("raw_exception_outside_saving", "wrong_weight_shapes")
 PASSES = ("refused", "refused_at_predict", "correct", "correct_changed_weights",
           "correct_changed_config", "loaded_extreme_weights", "unverified_config_change")

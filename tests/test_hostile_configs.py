@@ -6,9 +6,9 @@ value in one option (units, kernel_size, strides, ...) and loaded and run by ker
 - test_saving_never_lets_a_raw_exception_out: kerasgl.saving (read_model) answers every value
   with a ModelFileError or a ModelSpec;
 - test_config_values_give_kerasgl_errors_or_a_working_model: the whole load_model + predict.
-  The layer code (kerasgl/layers/) does not validate option values yet, so values that reach it
-  and crash it with a raw exception are collected (the first of each kind) and the test is
-  marked xfail listing them; an exception raised inside saving/ fails it outright.
+  Values that reach the layer code (kerasgl/layers/) and crash it with a raw exception are
+  collected (the first of each kind) and fail test_zz_layer_failures_found_above, listed; an
+  exception raised inside saving/ fails at once.
 """
 from __future__ import annotations
 
@@ -130,4 +130,4 @@ def test_zz_layer_failures_found_above():
     if LAYER_FAILURES:
         listing = "; ".join(f"{c}.{o} -> {t} in kerasgl/{w} (e.g. {v})"
                             for (c, o, t, w), v in sorted(LAYER_FAILURES.items()))
-        pytest.xfail(f"layers/ does not validate config values yet: {listing}")
+        pytest.fail(f"layer code raised raw exceptions for config values: {listing}")

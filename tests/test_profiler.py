@@ -12,6 +12,7 @@ from contextlib import redirect_stdout
 
 import numpy as np
 import pytest
+from extras import require
 
 from keras_ref import assert_close, keras, randomize_weights
 
@@ -200,7 +201,7 @@ def test_table_sorts_and_refuses_unknown_keys(tmp_path):
 
 
 def test_plot_draws_a_png(tmp_path):
-    pytest.importorskip("matplotlib")
+    require("matplotlib")
     _, path = conv_model(tmp_path)
     with kg.load_model(path) as model:
         p, _, _ = profiled(model, x_of(2))

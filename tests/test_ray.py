@@ -4,9 +4,10 @@ by ray.data.from_numpy's "data" column and for a two-input, two-output model fed
 columns; and nothing is left running."""
 import numpy as np
 import pytest
+from extras import require
 
-ray = pytest.importorskip("ray")
-pytest.importorskip("ray.data")
+ray = require("ray")
+require("ray.data")
 
 import kerasgl as kg  # noqa: E402
 import kerasgl.ray  # noqa: E402

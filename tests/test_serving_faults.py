@@ -10,10 +10,11 @@ import time
 
 import numpy as np
 import pytest
+from extras import require
 
-httpx = pytest.importorskip("httpx")
-pytest.importorskip("uvicorn")
-pytest.importorskip("starlette")
+httpx = require("httpx")
+require("uvicorn")
+require("starlette")
 
 from serving_helpers import Server, as_float32, build_models, metric, wait_until  # noqa: E402
 

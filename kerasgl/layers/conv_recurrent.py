@@ -27,8 +27,7 @@ class _ConvLSTM(Layer):
     # at load (refuses_mask).
     mask_behaviour = "consumes"
     keras_call_takes_mask = True
-    shaders = ("conv2d.comp", "elementwise.comp", "unary.comp", "strided_slice.comp")
-    weight_arrays = None
+    shaders = ("conv2d.comp", "binary.comp", "unary.comp", "strided_slice.comp", "concat.comp")
 
     @classmethod
     def weight_count(cls, config):
@@ -126,14 +125,12 @@ class _ConvLSTM(Layer):
         state_shape = (batch,) + out_hw + (self.filters,)
         h = creation.zeros(state_shape)
         c = creation.zeros(state_shape)
-        frames = layout.transpose(x, (1, 0) + tuple(range(2, x.ndim)))    # time first
         frame_shape = (batch,) + spatial_in + (self.in_channels,)
-        frame_size = int(np.prod(frame_shape))
         outputs = []
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         for t in order:
-            frame = slicing.strided_slice(view(frames, (steps, frame_size)),
-                                          [(t, 1, 1), (0, frame_size, 1)])
+            window = [(0, batch, 1), (t, 1, 1)] + [(0, n, 1) for n in x.shape[2:]]
+            frame = slicing.strided_slice(x, window)          # [batch, 1, *spatial, channels]
             z = elementwise.add(
                 conv.conv2d(view(frame, frame_shape), self.kernel, s2, d2, pads),
                 conv.conv2d(h, self.recurrent_kernel, (1, 1), (1, 1), same))
@@ -150,7 +147,8 @@ class _ConvLSTM(Layer):
             stacked = merge.concatenate([view(o, step_shape) for o in outputs], axis=1)
             output = self._unrow(stacked, (batch, steps) + state_shape[1:])
         else:
-            output = self._unrow(h, state_shape)
+            # The last h is also the first state: a copy, so that each output owns its memory.
+            output = self._unrow(layout.copy(h) if self.return_state else h, state_shape)
         if self.return_state:
             return [output, self._unrow(h, state_shape), self._unrow(c, state_shape)]
         return output
@@ -164,9 +162,9 @@ class _ConvLSTM(Layer):
         return elementwise.unary(fn.function[len("act_"):], x, *fn.params)
 
     def _unrow(self, x, shape):
-        """A copy of x with the 1D layer's single row removed (ConvLSTM1D), else x itself."""
+        """x with the 1D layer's single row removed (ConvLSTM1D: a copy), else x itself."""
         if self.spatial_rank == 2:
-            return layout.copy(x)
+            return x
         return layout.copy(view(x, tuple(n for i, n in enumerate(shape)
                                          if i != len(shape) - 3)))
 

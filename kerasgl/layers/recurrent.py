@@ -350,7 +350,6 @@ def from_cudnn_weights(weights: list, gates: int) -> list:
 class CuDNNRecurrent(RecurrentLayer):
     """A CuDNN layer runs as the LSTM / GRU(reset_after=True) Keras 2 converts it to: tanh
     activation, sigmoid recurrent activation, the weights converted as Keras 2 loads them."""
-    weight_arrays = 3
 
     @classmethod
     def weight_count(cls, config):

@@ -20,6 +20,7 @@ def render() -> str:
     sys.path.insert(0, ROOT)
     from kerasgl.layers import LAYER_CLASSES
     from kerasgl.layers.op_nodes import OP_CLASSES
+    from kerasgl.layers.refusals import REFUSED_LAYERS, REFUSED_OPS
 
     def grouped(registry):
         groups = defaultdict(list)
@@ -40,6 +41,11 @@ def render() -> str:
               "`keras.ops.mean(x, axis=1)`) as graph nodes of module `keras.src.ops.*`.", ""]
     for module, names in grouped(OP_CLASSES):
         lines.append(f"- `kerasgl/layers/{module}.py`: " + ", ".join(names))
+    for title, table in (("Keras layer classes refused on purpose", REFUSED_LAYERS),
+                         ("keras.ops operations refused on purpose", REFUSED_OPS)):
+        lines += ["", f"## {title} ({len(table)})", "",
+                  "Each is refused at load with this reason.", ""]
+        lines += [f"- `{name}`: {reason}" for name, reason in sorted(table.items())]
     lines += ["", "## What each layer does with a Keras mask", "",
               "As each class declares it (`mask_behaviour`, see `kerasgl/layers/base.py`): "
               "`pass_through` passes the mask on unchanged, `consumes` uses it in its call, "

@@ -22,6 +22,7 @@ from ..layers.base import Layer, Weightless, declare_file_rules
 from ..layers.input_layer import InputLayer
 from ..layers.op_dtypes import dtype_of, typed
 from ..layers.op_nodes import OP_CLASSES, OpNode, Symbolic, is_op_module
+from ..layers.refusals import REFUSED_LAYERS, REFUSED_OPS
 from ..plans.recorder import current_layer
 from ..saving.spec import LayerSpec, ModelSpec, TensorRef
 from ..tensors.tensor import Tensor, view
@@ -320,7 +321,9 @@ def make_layer(spec: LayerSpec, keras_major: int, problems: list[str]) -> Layer 
     elif is_op_module(spec.module):
         cls = OP_CLASSES.get(spec.class_name)
         if cls is None:
-            problems.append(f"{where}: the operation {spec.module}.{spec.class_name} is not supported.")
+            reason = REFUSED_OPS.get(spec.class_name)
+            problems.append(f"{where}: the operation {spec.module}.{spec.class_name} is not "
+                            f"supported" + (f": {reason}." if reason else "."))
             return None
     else:
         # The user's classes (load_model's custom_objects) come first, as in Keras.
@@ -328,6 +331,9 @@ def make_layer(spec: LayerSpec, keras_major: int, problems: list[str]) -> Layer 
         if cls is None:
             if spec.class_name in MODEL_CLASS_NAMES:
                 problems.append(f"{where}: a nested model without its configuration.")
+            elif spec.class_name in REFUSED_LAYERS:
+                problems.append(f"{where}: layer class {spec.class_name} is not supported: "
+                                f"{REFUSED_LAYERS[spec.class_name]}.")
             else:
                 problems.append(f"{where}: layer class {spec.class_name} is not supported; "
                                 f"{custom_layers.unknown_class_advice(spec.class_name)}.")

@@ -28,6 +28,15 @@ from ..ops.reduce import reduce  # noqa: F401
 from ..ops.softmax import log_softmax, softmax  # noqa: F401
 from ..tensors import ownership
 from .base import Layer
+from .refusals import refuse_layers
+
+# Layers that hold another framework's code or a saved program rather than a Keras config.
+refuse_layers({
+    "TFSMLayer": "it calls a TensorFlow SavedModel, a program kerasgl does not read or run",
+    "JaxLayer": "it wraps a JAX function, code that is never deserialised or run",
+    "FlaxLayer": "it wraps a Flax module, code that is never deserialised or run",
+    "TorchModuleWrapper": "it wraps a PyTorch module, code that is never deserialised or run",
+})
 
 # The functions a custom layer's call may use besides Tensor's operators and methods (+ - * / @,
 # exp, relu, sum, mean, reshape, transpose, ...: kerasgl/ops/tensor_methods.py).

@@ -1,5 +1,5 @@
-"""ConvLSTM1D / ConvLSTM2D against Keras 3 (.keras and .h5): sequences and last outputs, states,
-go_backwards, padding, strides, dilation, no bias, other activations; masks refused at load."""
+"""ConvLSTM1D / ConvLSTM2D / ConvLSTM3D against Keras 3 (.keras and .h5): sequences and last
+outputs, states, go_backwards, padding, strides, dilation, no bias, other activations; masks refused at load."""
 import numpy as np
 import pytest
 from keras_ref import assert_matches_keras, keras
@@ -42,6 +42,19 @@ def test_conv_lstm_1d(options, tmp_path):
     model = keras.Sequential([keras.Input((5, 9, 3)), L.ConvLSTM1D(4, 3, **options)],
                              name="conv_lstm_1d")
     assert_matches_keras(model, tmp_path, inputs=[sequences((2, 5, 9, 3))], seed=4)
+
+
+@pytest.mark.parametrize("options", [
+    dict(),
+    dict(return_sequences=True, padding="same", go_backwards=True),
+    dict(strides=(1, 2, 2), dilation_rate=1, use_bias=False, return_state=True),
+    dict(dilation_rate=(2, 1, 1), padding="same", return_sequences=True, return_state=True),
+], ids=["last", "sequences_backwards_same", "strides_state_nobias", "dilation_sequences_state"])
+def test_conv_lstm_3d(options, tmp_path):
+    x = keras.Input((3, 5, 6, 5, 2))
+    out = L.ConvLSTM3D(3, (3, 2, 3), **options)(x)
+    model = keras.Model(x, out, name="conv_lstm_3d")
+    assert_matches_keras(model, tmp_path, inputs=[sequences((2, 3, 5, 6, 5, 2))], seed=5)
 
 
 def test_a_mask_reaching_conv_lstm_is_refused_at_load(tmp_path):

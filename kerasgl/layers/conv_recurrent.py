@@ -1,18 +1,18 @@
-"""ConvLSTM1D / ConvLSTM2D: an LSTM whose input and recurrent transforms are convolutions
+"""ConvLSTM1D / ConvLSTM2D / ConvLSTM3D: an LSTM whose input and recurrent transforms are convolutions
 (keras/src/layers/rnn/conv_lstm.py), run step by step from the convolution and elementwise ops.
 
 Per step t, with x_t of shape [batch, (height,) width, channels]:
     z = conv(x_t, kernel, strides, padding, dilation) + bias + conv(h, recurrent_kernel, "same")
     i, f, c~, o = the four gates of z (its channels in that order, `filters` each)
     c = rec_act(f) * c + rec_act(i) * act(c~);  h = rec_act(o) * act(c)
-from zero states. A 1D layer runs as 2D over a single row. Masks, stateful layers and
-channels_first are refused at load; ConvLSTM3D is not run (kerasgl has no 3D path for it).
+from zero states. A 1D layer runs as 2D over a single row; a 3D layer runs shaders/conv3d.comp.
+Masks, stateful layers and channels_first are refused at load.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..ops import conv, creation, elementwise, layout, merge, slicing
+from ..ops import conv, conv3d, creation, elementwise, layout, merge, slicing
 from ..tensors import ownership
 from ..tensors.tensor import view
 from . import activations, config_values
@@ -75,7 +75,7 @@ class _ConvLSTM(Layer):
         return fn
 
     # -- shapes ------------------------------------------------------------------------------------
-    def _as_2d(self, values):
+    def _conv_dims(self, values):
         return (1,) + tuple(values) if self.spatial_rank == 1 else tuple(values)
 
     def output_spatial(self, spatial) -> tuple:
@@ -100,9 +100,14 @@ class _ConvLSTM(Layer):
         bias = np.asarray(self.weights_np[2], np.float32) if self.use_bias else None
         if self.spatial_rank == 1:
             kernel, recurrent = kernel[None], recurrent[None]
-        self.kernel = conv.pack_conv(kernel, bias, 1, self.upload)
-        self.recurrent_kernel = conv.pack_conv(recurrent, None, 1, self.upload)
+        pack = conv3d.pack_conv3d if self.spatial_rank == 3 else conv.pack_conv
+        self.kernel = pack(kernel, bias, 1, self.upload)
+        self.recurrent_kernel = pack(recurrent, None, 1, self.upload)
         self.built = True
+
+    def _conv(self, x, kernel, strides, dilation, padding):
+        convolve = conv3d.conv3d if self.spatial_rank == 3 else conv.conv2d
+        return convolve(x, kernel, strides, dilation, padding)
 
     # -- running -----------------------------------------------------------------------------------
     def call(self, sequences, initial_state=None, mask=None, training=None, **kwargs):
@@ -114,14 +119,15 @@ class _ConvLSTM(Layer):
 
     def _run(self, x):
         batch, steps = x.shape[0], x.shape[1]
-        spatial_in = self._as_2d(x.shape[2:-1])
-        k2, s2, d2 = self._as_2d(self.kernel_size), self._as_2d(self.strides), \
-            self._as_2d(self.dilation)
+        spatial_in = self._conv_dims(x.shape[2:-1])
+        k2, s2, d2 = self._conv_dims(self.kernel_size), self._conv_dims(self.strides), \
+            self._conv_dims(self.dilation)
         geometry = [conv.conv_padding(n, k, s, d, self.padding)
                     for n, k, s, d in zip(spatial_in, k2, s2, d2)]
         out_hw = tuple(g[0] for g in geometry)
         pads = tuple((g[1], g[2]) for g in geometry)
         same = tuple(conv.conv_padding(n, k, 1, 1, "same")[1:] for n, k in zip(out_hw, k2))
+        ones = (1,) * len(out_hw)
         state_shape = (batch,) + out_hw + (self.filters,)
         h = creation.zeros(state_shape)
         c = creation.zeros(state_shape)
@@ -132,8 +138,8 @@ class _ConvLSTM(Layer):
             window = [(0, batch, 1), (t, 1, 1)] + [(0, n, 1) for n in x.shape[2:]]
             frame = slicing.strided_slice(x, window)          # [batch, 1, *spatial, channels]
             z = elementwise.add(
-                conv.conv2d(view(frame, frame_shape), self.kernel, s2, d2, pads),
-                conv.conv2d(h, self.recurrent_kernel, (1, 1), (1, 1), same))
+                self._conv(view(frame, frame_shape), self.kernel, s2, d2, pads),
+                self._conv(h, self.recurrent_kernel, ones, ones, same))
             gates = [self._gate(z, g) for g in range(4)]
             i, f = self._apply(self.rec_act, gates[0]), self._apply(self.rec_act, gates[1])
             o = self._apply(self.rec_act, gates[3])
@@ -163,7 +169,7 @@ class _ConvLSTM(Layer):
 
     def _unrow(self, x, shape):
         """x with the 1D layer's single row removed (ConvLSTM1D: a copy), else x itself."""
-        if self.spatial_rank == 2:
+        if self.spatial_rank != 1:
             return x
         return layout.copy(view(x, tuple(n for i, n in enumerate(shape)
                                          if i != len(shape) - 3)))
@@ -172,6 +178,12 @@ class _ConvLSTM(Layer):
 @register("ConvLSTM2D")
 class ConvLSTM2D(_ConvLSTM):
     spatial_rank = 2
+
+
+@register("ConvLSTM3D")
+class ConvLSTM3D(_ConvLSTM):
+    spatial_rank = 3
+    shaders = ("conv3d.comp", "binary.comp", "unary.comp", "strided_slice.comp", "concat.comp")
 
 
 @register("ConvLSTM1D")

@@ -30,6 +30,8 @@ from .compiler.feeding import (DEFAULT_BATCH_SIZE, Progress, arrange_inputs, bat
 from .compiler.layer_errors import NOT_ABOUT_THE_FILE, with_prefix
 from .compiler.graph import Graph, NestedModel, TensorSpec
 from .compiler.masks import prepare_graph
+from .compiler import host_stage
+from .saving.assets import layer_asset
 from .compiler.summary import format_summary
 from . import saving
 from .plans import ModelPlans, PlanInfo
@@ -124,6 +126,7 @@ class Model(KerasModelAPI, ModelMemory):
         graph = None
         try:
             graph = Graph.from_spec(spec)
+            host_stage.split(graph, layer_asset)    # lookup / text layers run on the CPU first
             graph.infer()
             _prepare_masks_everywhere(graph)
             return cls(graph, spec)
@@ -190,7 +193,7 @@ class Model(KerasModelAPI, ModelMemory):
     @property
     def inputs(self) -> list[TensorSpec]:
         """Name, shape (None for any size) and dtype of each input, in order."""
-        return self._graph.input_specs
+        return host_stage.model_inputs(self._graph)
 
     @property
     def outputs(self) -> list[TensorSpec]:
@@ -282,14 +285,15 @@ class Model(KerasModelAPI, ModelMemory):
         batch_size = min(batch_size, self._largest_fitting_batch())
         steps = max(1, math.ceil(count / batch_size))
         progress = Progress(steps, verbose)
-        dtypes = [s.dtype for s in self.inputs]
+        dtypes = [s.dtype for s in self._graph.input_specs]    # what the GPU part takes
         parts: list[list[np.ndarray]] = [[] for _ in wanted]
         start = 0
         while True:
             stop = min(count, start + batch_size)
             try:
                 # A compiled plan when one exists for this shape, else eager execution (plans/).
-                outs = self._plans.predict_arrays([a[start:stop] for a in arrays], dtypes, wanted)
+                outs = self._plans.predict_arrays(
+                    host_stage.run(self._graph, [a[start:stop] for a in arrays]), dtypes, wanted)
             except GPULimitError as exc:
                 # A tensor inside a layer (not seen by shape inference) was still too large.
                 if stop - start <= 1:
@@ -302,7 +306,7 @@ class Model(KerasModelAPI, ModelMemory):
             progress.update(min(steps, math.ceil(start / batch_size)))
             if start >= count:
                 break
-        return [p[0] if len(p) == 1 else np.concatenate(p, axis=0) for p in parts]
+        return [p[0] if len(p) == 1 else host_stage.concatenate(p, self.name) for p in parts]
 
     def _one_sample_too_large(self, exc: GPULimitError, inputs) -> GPULimitError:
         """The error of a batch of one sample that still exceeds a GPU limit, with advice that
@@ -332,6 +336,7 @@ class Model(KerasModelAPI, ModelMemory):
         return fitting
 
     def _predict_tensors(self, values, wanted, count, batch_size, verbose) -> list[Tensor]:
+        host_stage.refuse_tensors(self._graph, self.name)
         if batch_size is None and count > self._largest_fitting_batch():
             batch_size = self._largest_fitting_batch()    # one run would exceed a buffer's limit
 
@@ -422,7 +427,8 @@ class Model(KerasModelAPI, ModelMemory):
                 raise ShapeError(f"Model '{self.name}' input '{spec.name}' has shape {spec.shape}: "
                                  "only the batch dimension may be free to warm up on zeros.")
             shapes.append((int(batch_size), *spec.shape[1:]))
-        zeros = [np.zeros(shape, spec.dtype) for shape, spec in zip(shapes, self.inputs)]
+        zeros = [np.zeros(shape, "U1" if spec.dtype == "string" else spec.dtype)   # "": strings
+                 for shape, spec in zip(shapes, self.inputs)]
         infos: list[PlanInfo] = []
         for _ in range(max_calls):
             # The plans this call used: one per GPU run's shape (sub-batches of a split batch).

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .compiler.feeding import arrange_inputs, check_input
+from .compiler import host_stage
 from .errors import KerasGLError
 from .layers import keras_api
 from .tensors import ownership
@@ -54,6 +55,7 @@ class KerasModelAPI:
             raise KerasGLError(f"Model '{self.name}': a mask argument to the model's call is not "
                                "supported; masks come from the model's own layers (Masking, "
                                "Embedding(mask_zero=True)).")
+        host_stage.refuse_tensors(self._graph, self.name, "model(x)")
         specs = self.inputs
         values = arrange_inputs(inputs, specs, self.name, self._spec.input_keys)
 

@@ -5,6 +5,9 @@
 // ACT (optional: an act_* function of activations.glsl applied to the result, the epilogue of a
 // merge that fusion.py joined with the activation after it; parameters in act_p0..act_p2).
 #include "common.glsl"
+#ifdef MATH_EXTRA
+#include "math_extra.glsl"
+#endif
 #ifdef ACT
 #include "activations.glsl"
 #endif

@@ -8,6 +8,9 @@
 // The float ops are binary.comp's own, applied per component, so results are bit-identical.
 // ACT: optional epilogue from activations.glsl, as in binary.comp.
 #include "common.glsl"
+#ifdef MATH_EXTRA
+#include "math_extra.glsl"
+#endif
 #ifdef ACT
 #include "activations.glsl"
 #endif

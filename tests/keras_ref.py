@@ -44,6 +44,8 @@ def random_inputs(model, batch: int = 2, seed: int = 1, low=-1.0, high=1.0):
         shape = (batch,) + tuple(d if d is not None else 4 for d in spec.shape[1:])
         if "int" in str(spec.dtype):
             arrays.append(rng.integers(0, 10, size=shape).astype("int32"))
+        elif str(spec.dtype) == "bool":
+            arrays.append(rng.random(size=shape) < 0.5)
         else:
             arrays.append(rng.uniform(low, high, size=shape).astype("float32"))
     return arrays
@@ -56,6 +58,7 @@ def as_list(value):
 def assert_close(actual, expected, atol=ATOL, rtol=RTOL, what="output"):
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != Keras {expected.shape}"
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != Keras {expected.dtype}"
     np.testing.assert_allclose(actual, expected, atol=atol, rtol=rtol, err_msg=what)
 
 

@@ -279,7 +279,7 @@ def test_ops_match_numpy(causal, zero):
                      what="combined")
         merged = attn_ops.mask_and(kg.tensor(mask), kg.tensor(rows[:, None, :, None]), (G, N, T, S))
         assert_close(merged.numpy(), ((mask != 0) & (rows[:, None, :, None] != 0)).astype("float32")
-                     * np.ones((G, N, T, S)), what="mask_and")
+                     * np.ones((G, N, T, S), "float32"), what="mask_and")
 
 
 def test_multi_head_attention_called_by_keywords(tmp_path):

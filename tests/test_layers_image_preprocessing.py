@@ -100,6 +100,21 @@ def test_random_augmentations_keras_saves_as_keras_only(tmp_path):
         L.Solarization(0.5, threshold_factor=0.2)], "augmentations_keras", formats=(".keras",))
 
 
+def test_mixing_augmentations_non_default_options_are_identity(tmp_path):
+    """AugMix, CutMix, MixUp, RandAugment and Solarization change images only when training,
+    whatever their options and seeds."""
+    _assert_identity_chain(tmp_path, [
+        L.AugMix(value_range=(0, 1), num_chains=2, chain_depth=1, factor=0.5, alpha=0.5,
+                 all_ops=False, interpolation="nearest", seed=3),
+        L.CutMix(factor=0.5, seed=1), L.MixUp(alpha=0.6, seed=2),
+        L.RandAugment(value_range=(0, 1), num_ops=3, factor=0.8, interpolation="nearest",
+                      seed=4)], "mixing_augmentations")
+    _assert_identity_chain(tmp_path, [
+        L.Solarization(addition_factor=0.3, threshold_factor=0.4, value_range=(0, 1), seed=5),
+        L.CutMix(factor=(0.2, 0.9), data_format="channels_first", seed=6)],
+        "solarization_options", formats=(".keras",))
+
+
 def test_masks_end_at_augmentations(tmp_path):
     """Keras 3 drops a mask at these layers (values unchanged); the branch that does not pass
     through one keeps it."""

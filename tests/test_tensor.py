@@ -35,11 +35,11 @@ def test_dtypes_follow_keras_conventions(storage):
     f = kg.tensor(np.arange(6, dtype=np.float64), storage=storage)
     i = kg.tensor(np.arange(6, dtype=np.int64) - 3, storage=storage)
     b = kg.tensor(np.array([True, False]), storage=storage)
-    assert (f.dtype, i.dtype, b.dtype) == ("float32", "int32", "float32")
+    assert (f.dtype, i.dtype, b.dtype) == ("float32", "int32", "bool")
     assert i.numpy().dtype == np.int32 and np.array_equal(i.numpy(), np.arange(6) - 3)
-    assert np.array_equal(b.numpy(), [1.0, 0.0])
+    assert b.numpy().dtype == np.bool_ and np.array_equal(b.numpy(), [True, False])
     kg.dispose([f, i, b])
-    with pytest.raises(kg.ShapeError, match="float32 or int32"):
+    with pytest.raises(kg.ShapeError, match="float32, int32 or bool"):
         kg.tensor(np.zeros(3, np.complex64))
     with pytest.raises(kg.ShapeError, match="storage"):
         kg.zeros([2], storage="disk")

@@ -11,6 +11,7 @@ import numpy as np
 
 from .arguments import refs_in
 from ..layers.base import Layer
+from ..layers.op_dtypes import typed
 from ..layers.op_nodes import BroadcastingOp, OpNode
 from ..saving.spec import LayerSpec, TensorRef
 from ..tensors.tensor import view
@@ -22,16 +23,18 @@ class Constant(Layer):
     mask_behaviour = "drops"
     weight_arrays = 1
 
-    def __init__(self, name: str, array: np.ndarray, keras_major: int = 3):
+    def __init__(self, name: str, array: np.ndarray, keras_major: int = 3,
+                 dtype: str = "float32"):
         super().__init__(LayerSpec("Constant", name, {"name": name}, weights=[array]), keras_major)
         self.value = None
+        self.dtype = dtype        # float32, or int32 / bool beside a broadcasting op (as Keras)
 
     def compute_output_shape(self, input_shape=None):
-        return tuple(self.weights_np[0].shape)
+        return typed(self.weights_np[0].shape, self.dtype)
 
     def build(self, input_shape=None) -> None:
         if self.value is None:
-            self.value = self.upload(self.weights_np[0].astype(np.float32), name="value")
+            self.value = self.upload(self.weights_np[0], dtype=self.dtype, name="value")
         self.built = True
 
     def call(self):
@@ -49,6 +52,17 @@ def _liftable(layer, array: np.ndarray) -> bool:
         or layer.class_name == "Matmul"
 
 
+def _dtype(layer, array: np.ndarray) -> str:
+    """The dtype of a lifted constant: a broadcasting op (x + ids, x == mask) takes integer and
+    boolean arrays as Keras does (int32 under JAX, bool); elsewhere constants are float32."""
+    if isinstance(layer, BroadcastingOp) and array.dtype.kind == "b":
+        return "bool"
+    if isinstance(layer, BroadcastingOp) and array.dtype.kind in "iu" and (
+            not array.size or (array.min() >= -2 ** 31 and array.max() < 2 ** 31)):
+        return "int32"
+    return "float32"
+
+
 def lift(nodes: list, made: dict, node_type, keras_major: int) -> list:
     """`nodes` with each array argument of an op node replaced by a reference to a new Constant
     node (added to `made` and to the list, before its user). 0-d arrays become Python numbers."""
@@ -63,7 +77,7 @@ def lift(nodes: list, made: dict, node_type, keras_major: int) -> list:
                         return value.item()
                     if _liftable(layer, value):
                         name = _fresh_name(f"{layer.name}_constant", made)
-                        made[name] = Constant(name, value, keras_major)
+                        made[name] = Constant(name, value, keras_major, _dtype(layer, value))
                         found.append(node_type(made[name], 0, [], {}))
                         return TensorRef(name)
                     return value

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import InputTypeError, InputValueError, ShapeError
 from .graph import TensorSpec, format_shape
+from . import host_stage
 from ..saving.spec import TensorRef
 from ..ops import dispatch
 from ..tensors.tensor import Tensor, empty
@@ -92,6 +93,8 @@ def check_input(value, spec: TensorSpec, model_name: str, finite_for: str | None
                              f"tensor of shape {format_shape(spec.shape)}, received a "
                              f"{value.dtype} tensor of shape {format_shape(value.shape)}.")
         return value
+    if spec.dtype == "string":      # read by host layers on the CPU (compiler/host_stage.py)
+        return host_stage.check_strings(value, spec, model_name)
     where = f"Model '{model_name}' input '{spec.name}'"
     if value is None:
         raise InputTypeError(f"{where}: expected numbers ({spec.dtype}) of shape "
@@ -131,6 +134,8 @@ def check_input(value, spec: TensorSpec, model_name: str, finite_for: str | None
                 f"value(s), the first at index {first}. Layer '{finite_for}' runs a GPU kernel "
                 f"that would turn them into numbers where Keras gives NaN (docs/limitations.md): "
                 f"replace them before predict.")
+    if spec.dtype == "bool":       # 0 / 1 words; any numbers read as nonzero, as Keras casts
+        return np.ascontiguousarray(array != 0, dtype=np.int32)
     return np.ascontiguousarray(array, dtype=np.float32 if spec.dtype == "float32" else np.int32)
 
 

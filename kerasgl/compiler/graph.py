@@ -23,6 +23,7 @@ from ..layers.input_layer import InputLayer
 from ..layers.op_dtypes import dtype_of, typed
 from ..layers.op_nodes import OP_CLASSES, OpNode, Symbolic, is_op_module
 from ..layers.refusals import REFUSED_LAYERS, REFUSED_OPS
+from ..ops.typed import bools_as_float
 from ..plans.recorder import current_layer
 from ..saving.spec import LayerSpec, ModelSpec, TensorRef
 from ..tensors.tensor import Tensor, view
@@ -243,12 +244,19 @@ class Graph:
             for node in nodes:
                 args = map_refs(node.args, values.__getitem__)
                 kwargs = map_refs(node.kwargs, values.__getitem__)
+                converted: list = []      # bool tensors as float32 0 / 1 for layers (typed.py)
+                if not isinstance(node.layer, (OpNode, NestedModel)):
+                    args, kwargs = bools_as_float((args, kwargs), converted)
                 if self.mask_plan is not None:
                     kwargs = self.mask_plan.prepare(node, kwargs, masks)
                 # The layer running, for a recording plan's messages (plans/recorder.py).
                 outer, current_layer.name = current_layer.name, node.layer.name
                 try:
                     result = node.layer.call(*args, **kwargs)
+                except BaseException:
+                    for tensor in converted:
+                        tensor.dispose()
+                    raise
                 finally:
                     current_layer.name = outer
                 outputs = list(result) if isinstance(result, (list, tuple)) else [result]
@@ -269,6 +277,9 @@ class Graph:
                         tensor.dispose()        # an output of a multi-output layer nobody reads
                 if self.mask_plan is not None:
                     self.mask_plan.record(node, args, outputs, masks)
+                for tensor in converted:
+                    if all(tensor is not out for out in outputs):
+                        tensor.dispose()
                 for ref in node.refs:
                     remaining[ref] -= 1
                     if remaining[ref] == 0 and ref not in keep:

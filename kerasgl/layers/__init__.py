@@ -3,6 +3,8 @@ Importing this package registers every layer family in LAYER_CLASSES."""
 from .base import LAYER_CLASSES, Layer, register  # noqa: F401
 from . import input_layer  # noqa: F401,E402
 from . import op_nodes  # noqa: F401,E402
+from . import op_nodes_float  # noqa: F401,E402
+from . import op_nodes_typed  # noqa: F401,E402
 from . import op_nodes_math  # noqa: F401,E402
 from . import op_nodes_indexing  # noqa: F401,E402
 from . import op_nodes_indices  # noqa: F401,E402
@@ -35,3 +37,20 @@ from . import tf_op_layers  # noqa: F401,E402
 from . import conv_recurrent  # noqa: F401,E402
 from . import image_preprocessing  # noqa: F401,E402
 from . import category_layers  # noqa: F401,E402
+from . import image_adjust  # noqa: F401,E402
+from . import op_nodes_image  # noqa: F401,E402
+from . import op_nodes_image_sampling  # noqa: F401,E402
+from . import audio  # noqa: F401,E402
+from . import op_nodes_signal  # noqa: F401,E402
+from . import op_nodes_layout  # noqa: F401,E402
+from . import op_nodes_sorting  # noqa: F401,E402
+from . import op_nodes_layout_values  # noqa: F401,E402
+from . import op_nodes_layout_ranges  # noqa: F401,E402
+from . import op_nodes_linalg  # noqa: F401,E402
+from . import op_nodes_nn  # noqa: F401,E402
+from . import op_nodes_norms  # noqa: F401,E402
+from . import lookup_layers  # noqa: F401,E402
+from . import hashing_layers  # noqa: F401,E402
+from . import op_nodes_math_extra  # noqa: F401,E402
+from . import op_nodes_stats  # noqa: F401,E402
+from . import op_nodes_bitwise, op_nodes_scatter, op_nodes_fold, recurrent_cells  # noqa: F401,E402

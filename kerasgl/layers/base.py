@@ -49,6 +49,10 @@ def register_in(registry: dict, class_names: tuple):
     """Class decorator entering the class in `registry` under these Keras class names."""
     def decorate(cls):
         for name in class_names:
+            if name in registry and registry[name].__qualname__ != cls.__qualname__:
+                # One class per Keras name: a second would silently win by import order.
+                raise TypeError(f"{name} is registered twice: {registry[name].__module__}."
+                                f"{registry[name].__qualname__} and {cls.__module__}.{cls.__qualname__}")
             registry[name] = cls
         cls.keras_class_names = class_names
         return cls

@@ -7,8 +7,10 @@ from .base import Layer, register
 INPUT_DTYPES = {
     "float16": "float32", "bfloat16": "float32", "float32": "float32", "float64": "float32",
     "int8": "int32", "int16": "int32", "int32": "int32", "int64": "int32",
-    "uint8": "int32", "uint16": "int32", "uint32": "int32", "bool": "int32",
+    "uint8": "int32", "uint16": "int32", "uint32": "int32", "bool": "bool",
 }
+# Strings never reach the GPU: host layers (layers/lookup_layers.py) turn them into numbers first.
+INPUT_DTYPES["string"] = "string"
 
 
 def input_dtype(value) -> str:

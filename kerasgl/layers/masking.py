@@ -1,13 +1,14 @@
 """The Masking layer, and the boolean operations Keras 3 records in functional models to compute
 masks (`NotEqual(tokens, 0)` for Embedding(mask_zero=True), `Any(NotEqual(x, v))` for Masking,
-`LogicalOr`, `ZerosLike`... for merges). Booleans are float32 0.0 / 1.0 tensors in kerasgl; an
-op's boolean output used as a model output reads as 0/1 floats."""
+`LogicalOr`, `ZerosLike`... for merges). The comparisons and logical ops are in op_nodes_typed.py;
+their results are bool tensors (0 / 1 words), which a layer that is not an op node receives as
+float32 0.0 / 1.0 (kerasgl's masks: ops/typed.py bools_as_float)."""
 from __future__ import annotations
 
-from ..ops import creation, elementwise, masking, reduce
-from ..tensors.tensor import view
+from ..ops import creation, elementwise, masking, typed
+from ..tensors.tensor import retag, view
 from .base import Layer, register
-from .op_nodes import BroadcastingOp, OpNode, ReduceOp, register_op
+from .op_nodes import OpNode, ReduceOp, checked_operand, register_op
 
 
 @register("Masking")
@@ -42,74 +43,73 @@ class Masking(Layer):
             keep.dispose()
 
 
-@register_op("NotEqual")
-class NotEqualOp(BroadcastingOp):
-    shaders = ("not_equal.comp",)
-
-    def run(self, bound):
-        x, y = bound["x1"], bound["x2"]
-        if isinstance(y, (int, float)):
-            return masking.not_equal(x, y)
-        if isinstance(x, (int, float)):
-            return masking.not_equal(y, x)
-        if x.dtype != "float32" or y.dtype != "float32":
-            raise self.unsupported("comparing two int32 tensors")
-        difference = elementwise.binary("sub", x, y)
-        try:
-            return masking.not_equal(difference, 0.0)
-        finally:
-            difference.dispose()
-
-
-_LOGICAL = {"LogicalOr": "maximum", "LogicalAnd": "minimum"}
-
-
-@register_op(*_LOGICAL)
-class LogicalOp(BroadcastingOp):
-    shaders = ("binary.comp",)
-
-    def run(self, bound):
-        return elementwise.binary(_LOGICAL[self.class_name], bound["x1"], bound["x2"])
-
-
-@register_op("LogicalNot")
-class LogicalNotOp(OpNode):
-    shaders = ("binary.comp",)
-
-    def run(self, bound):
-        return elementwise.binary("sub", 1.0, bound["x"])
-
-
 @register_op("Any", "All")
 class AnyAllOp(ReduceOp):
-    """any / all of 0/1 values: max / min."""
+    """any / all -> bool: max / min of each value's truth (nonzero) as 0.0 / 1.0."""
+    shaders = ("typed_unary.comp", "reduce.comp")
+    output_dtype = "bool"
+
+    def result_dtype(self, bound, dtypes):
+        checked_operand(self, bound["x"], "x")
+        return "bool"
 
     def run(self, bound):
-        axis = self.opt(bound, "axis")
-        axis = tuple(axis) if isinstance(axis, list) else axis
-        return reduce.reduce("max" if self.class_name == "Any" else "min", bound["x"], axis,
-                             bool(self.opt(bound, "keepdims", False)))
+        x = bound["x"]
+        truth = typed.unary("float_truth_as_float" if x.dtype == "float32" else
+                            "int_truth_as_float", x, "float32")
+        try:
+            return self.reduced("max" if self.class_name == "Any" else "min", truth, bound, "bool")
+        finally:
+            truth.dispose()
 
 
 @register_op("ZerosLike", "OnesLike")
 class FillLikeOp(OpNode):
+    """zeros / ones of x's shape and dtype (or the dtype asked: float32, int32, bool)."""
+    params = ("x", "dtype")
     shaders = ("fill.comp",)
 
-    def run(self, bound):
-        return creation.fill(bound["x"].shape, 0.0 if self.class_name == "ZerosLike" else 1.0)
+    def result_dtype(self, bound, dtypes):
+        dtype = self.opt(bound, "dtype")
+        if dtype is None:
+            return checked_operand(self, bound["x"], "x")
+        if dtype not in ("float32", "int32", "bool"):
+            raise self.unsupported(f"dtype={dtype!r}")
+        return dtype
 
+    def run(self, bound):
+        x = bound["x"]
+        dtype = self.result_dtype(bound, {x.dtype})
+        value = 0 if self.class_name == "ZerosLike" else 1
+        if dtype != "bool":
+            return creation.fill(x.shape, value, dtype)
+        words = creation.fill(x.shape, value, "int32")
+        try:
+            return retag(words, "bool")
+        finally:
+            words.dispose()
 
 
 @register_op("ConvertToTensor")
 class ConvertToTensorOp(OpNode):
     """keras.ops.convert_to_tensor of a tensor (Attention.compute_mask records it on the query's
-    mask): the same values. A dtype other than float32 / bool is not supported."""
+    mask): the same values, as the dtype asked (float32, int32, bool; int64 and float64 are
+    Keras's int32 and float32 under JAX). Other dtypes are refused at load."""
     params = ("x", "dtype", "sparse", "ragged")
-    shaders = ()
+    shaders = ("typed_unary.comp",)
+    _AS = {"int64": "int32", "float64": "float32"}
+
+    def result_dtype(self, bound, dtypes):
+        dtype = self.opt(bound, "dtype")
+        if dtype is None:
+            return checked_operand(self, bound["x"], "x")
+        dtype = self._AS.get(dtype, dtype)
+        if dtype not in ("float32", "int32", "bool"):
+            raise self.unsupported(f"convert_to_tensor to dtype {dtype!r}")
+        checked_operand(self, bound["x"], "x")
+        return dtype
 
     def run(self, bound):
-        dtype = self.opt(bound, "dtype")
-        if dtype not in (None, "float32", "bool"):
-            raise self.unsupported(f"convert_to_tensor to dtype {dtype!r}")
         x = bound["x"]
-        return view(x, x.shape)
+        dtype = self.result_dtype(bound, {x.dtype})
+        return view(x, x.shape) if dtype == x.dtype else typed.convert(x, dtype)

@@ -16,10 +16,14 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ShapeError
-from ..ops import elementwise, layout, matmul, merge, reduce, softmax
+from ..ops import elementwise, layout, reduce, typed as typed_ops
 from .activations import Pointwise
 from .base import Layer, register_in
-from .op_dtypes import dtype_of, typed
+from .op_dtypes import binary_result, dtype_of, operand_dtype, typed
+
+# Operation class -> the OpNode class that runs its int32 / bool form, where the class registered
+# for it takes float32 only (Sign: op_nodes_math.py's; op_nodes_typed.py fills this in).
+TYPED_FORMS: dict[str, type] = {}
 
 OP_CLASSES: dict[str, type] = {}
 OP_MODULE_PREFIXES = ("keras.src.ops", "keras.ops")
@@ -68,6 +72,7 @@ class OpNode(Layer):
     # The output has its (common) input dtype, else output_dtype's (views, word copies).
     keeps_dtype = False
     output_dtype = "float32"
+    typed_form = None          # the TYPED_FORMS node run instead, when inference chose it
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
@@ -93,18 +98,33 @@ class OpNode(Layer):
         carrying its dtype (op_dtypes.TypedShape) when that is not float32."""
         bound = self.bind(args, kwargs)
         dtypes = {dtype_of(leaf.shape) for leaf in _symbols(bound)}
-        for dtype in sorted(dtypes - set(self.input_dtypes or dtypes)):
-            raise self.unsupported(f"a {dtype} argument (this operation takes "
-                                   f"{' or '.join(self.input_dtypes)} tensors here)")
-        if self.keeps_dtype and len(dtypes) > 1:
-            raise self.unsupported(f"arguments of mixed dtypes {sorted(dtypes)}")
-        dtype = dtypes.pop() if self.keeps_dtype and dtypes else self.output_dtype
+        form = TYPED_FORMS.get(self.class_name)
+        if form is not None and not isinstance(self, form) and dtypes - {"float32"}:
+            self.typed_form = form(self.spec, self.keras_major)
+            return self.typed_form.node_output_shape(args, kwargs)
+        self.typed_form = None
+        dtype = self.result_dtype(bound, dtypes)
         shape = self.output_shape(bound)
         if isinstance(shape, list):
             return [typed(s, dtype) for s in shape]
         return typed(shape, dtype)
 
+    def result_dtype(self, bound: dict, dtypes: set) -> str:
+        """The output's dtype from the call's arguments (their tensors' dtypes: `dtypes`), or
+        an unsupported() error for arguments this operation does not take."""
+        allowed = set(self.input_dtypes or dtypes)
+        if self.keeps_dtype and "int32" in allowed:
+            allowed.add("bool")          # word copies: a bool is a 0 / 1 word, as an int32
+        for dtype in sorted(dtypes - allowed):
+            raise self.unsupported(f"a {dtype} argument (this operation takes "
+                                   f"{' or '.join(self.input_dtypes)} tensors here)")
+        if self.keeps_dtype and len(dtypes) > 1:
+            raise self.unsupported(f"arguments of mixed dtypes {sorted(dtypes)}")
+        return dtypes.pop() if self.keeps_dtype and dtypes else self.output_dtype
+
     def call(self, *args, **kwargs):
+        if self.typed_form is not None:
+            return self.typed_form.call(*args, **kwargs)
         return self.run(self.bind(args, kwargs))
 
     # subclasses:
@@ -139,7 +159,8 @@ def broadcast_dims(a, b, where: str) -> tuple:
 # Elementwise
 # -------------------------------------------------------------------------------------------------
 _BINARY = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "div", "TrueDivide": "div",
-           "Power": "pow", "Maximum": "maximum", "Minimum": "minimum"}
+           "Power": "pow", "Maximum": "maximum", "Minimum": "minimum", "FloorDivide": "floordiv",
+           "Mod": "mod"}
 
 
 class BroadcastingOp(OpNode):
@@ -150,16 +171,59 @@ class BroadcastingOp(OpNode):
         return broadcast_dims(_shape(bound["x1"]), _shape(bound["x2"]), f"Layer '{self.name}'")
 
 
-@register_op(*_BINARY)
+def checked_operand(layer: OpNode, value, name: str) -> str:
+    """The dtype of a tensor or number argument (op_dtypes.operand_dtype); anything else, or an
+    integer int32 words cannot hold, is unsupported."""
+    dtype = operand_dtype(value)
+    if dtype is None:
+        raise layer.unsupported(f"{name}={value!r} (a tensor or a number is needed)")
+    if dtype == "int32" and isinstance(value, int) and not -2 ** 31 <= value < 2 ** 31:
+        raise layer.unsupported(f"{name}={value} (outside int32)")
+    return dtype
+
+
+# FloorDivide and Mod are registered by op_nodes_math_extra.FloatDivModOp, a BinaryOp whose
+# float32 form is exact for any ratio; it hands int32 and bool operands back to this class.
+@register_op(*(name for name in _BINARY if name not in ("FloorDivide", "Mod")))
 class BinaryOp(BroadcastingOp):
-    input_dtypes = ("float32",)
-    shaders = ("binary.comp",)
+    """x1 op x2 on float32, int32 and bool tensors and Python numbers, typed as Keras types them
+    (op_dtypes.binary_result): float32 results on binary.comp (int and bool operands converted
+    to float32 first, as Keras promotes them); int32 and bool results, floor_divide and mod on
+    typed_binary.comp with jnp's integer semantics (floor division, the sign of the divisor;
+    XLA's x // 0 = -1 or -2 and x % 0 = 0); float floor_divide and mod as jnp's (CPython's
+    float_divmod, from an exact remainder while |x1 / x2| < 2**24)."""
+    shaders = ("binary.comp", "typed_binary.comp", "typed_unary.comp")
+
+    def plan(self, x1, x2) -> tuple[str, str]:
+        a, b = checked_operand(self, x1, "x1"), checked_operand(self, x2, "x2")
+        try:
+            return binary_result(_BINARY[self.class_name], a, b)
+        except ValueError as exc:
+            raise self.unsupported(str(exc)) from None
+
+    def result_dtype(self, bound, dtypes):
+        return self.plan(bound["x1"], bound["x2"])[0]
 
     def fused_with_activation(self, pointwise):
+        if _BINARY[self.class_name] in ("floordiv", "mod"):
+            return None               # typed_binary.comp has no epilogue
         return BinaryOpWithActivation(self, pointwise)
 
     def run(self, bound):
-        return elementwise.binary(_BINARY[self.class_name], bound["x1"], bound["x2"])
+        dtype, how = self.plan(bound["x1"], bound["x2"])
+        if how != "float":
+            return typed_ops.binary(how, bound["x1"], bound["x2"], dtype)
+        return self.run_float(bound)
+
+    def run_float(self, bound, epilogue=None):
+        """binary.comp on the operands as float32 (converted copies freed after)."""
+        (a, made_a), (b, made_b) = typed_ops.as_float(bound["x1"]), typed_ops.as_float(bound["x2"])
+        try:
+            return elementwise.binary(_BINARY[self.class_name], a, b, epilogue)
+        finally:
+            for made in (made_a, made_b):
+                if made is not None:
+                    made.dispose()
 
 
 class BinaryOpWithActivation(BinaryOp):
@@ -174,11 +238,43 @@ class BinaryOpWithActivation(BinaryOp):
     def fused_with_activation(self, pointwise):
         return None                   # one epilogue already
 
+    # The epilogues an int32 result takes (Keras keeps int32 through them): typed_unary.comp's.
+    _INT_EPILOGUES = {"act_neg": "int_neg", "act_abs": "int_abs", "act_square": "int_square",
+                      "act_relu": "relu"}
+    _FLOAT_EPILOGUES = ("act_exp", "act_log", "act_sqrt", "act_tanh")
+
+    def result_dtype(self, bound, dtypes):
+        dtype, how = self.plan(bound["x1"], bound["x2"])
+        if how != "float" and self.epilogue.function in self._FLOAT_EPILOGUES:
+            return "float32"
+        if how != "float" and (dtype != "int32" or self.epilogue.params
+                               or self.epilogue.function not in self._INT_EPILOGUES):
+            raise self.unsupported(f"a {dtype} {self.class_name} followed by the activation "
+                                   f"'{self.epilogue.function}' (fused into it at load)")
+        return dtype
+
     def run(self, bound):
-        return elementwise.binary(_BINARY[self.class_name], bound["x1"], bound["x2"],
-                                  self.epilogue)
+        dtype, how = self.plan(bound["x1"], bound["x2"])
+        if how == "float":
+            return self.run_float(bound, self.epilogue)
+        out_dtype = self.result_dtype(bound, set())
+        value = typed_ops.binary(how, bound["x1"], bound["x2"], dtype)
+        if out_dtype == "float32":             # exp / log / sqrt / tanh of an int32 or bool
+            try:
+                return UnaryOp.run_on(self.epilogue, value)
+            finally:
+                value.dispose()
+        op = self._INT_EPILOGUES[self.epilogue.function]
+        try:
+            if op == "relu":
+                return typed_ops.binary("maximum", value, 0, "int32")
+            return typed_ops.unary(op, value, "int32")
+        finally:
+            value.dispose()
 
 
+# Unary operations whose result of an int32 / bool argument is float32 in Keras.
+FLOAT_OF_INTS = ("Exp", "Log", "Sqrt", "Tanh")
 # Operation class -> (function in activations.glsl without the act_ prefix, its parameters).
 _UNARY = {
     "Negative": "neg", "Absolute": "abs", "Abs": "abs", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
@@ -191,8 +287,17 @@ _UNARY = {
 
 @register_op(*_UNARY)
 class UnaryOp(OpNode):
+    """A function of activations.glsl. Of int32 / bool tensors: exp, log, sqrt and tanh give
+    float32 as in Keras (the argument converted first); negative, absolute, square and relu are
+    op_nodes_typed.py's IntUnaryOp (TYPED_FORMS); the others are refused at load (Keras's
+    symbolic dtype for them is the integer one)."""
     input_dtypes = ("float32",)
-    shaders = ("unary.comp",)
+    shaders = ("unary.comp", "typed_unary.comp")
+
+    def result_dtype(self, bound, dtypes):
+        if dtypes and dtypes <= {"int32", "bool"} and self.class_name in FLOAT_OF_INTS:
+            return "float32"
+        return super().result_dtype(bound, dtypes)
 
     def function(self, bound):
         name = _UNARY[self.class_name]
@@ -204,6 +309,17 @@ class UnaryOp(OpNode):
             return ("gelu_tanh" if self.opt(bound, "approximate", True) else "gelu"), ()
         return name, ()
 
+    @staticmethod
+    def run_on(pointwise, x):
+        """The activations.glsl function of `pointwise` on x as float32 (converted first)."""
+        x, made = typed_ops.as_float(x)
+        try:
+            return elementwise.unary(pointwise.function.removeprefix("act_"), x,
+                                     *pointwise.params)
+        finally:
+            if made is not None:
+                made.dispose()
+
     def as_pointwise(self, args, kwargs):
         """A subclass whose run computes anything else overrides this (None)."""
         try:
@@ -214,21 +330,10 @@ class UnaryOp(OpNode):
 
     def run(self, bound):
         name, params = self.function(bound)
-        return elementwise.unary(name, bound["x"], *params)
+        return self.run_on(Pointwise(f"act_{name}", tuple(params)), bound["x"])
 
 
-@register_op("Clip")
-class ClipOp(OpNode):
-    input_dtypes = ("float32",)
-    params = ("x", "x_min", "x_max")
-    shaders = ("binary.comp",)
-
-    def run(self, bound):
-        low = elementwise.maximum(bound["x"], float(self.opt(bound, "x_min")))
-        try:
-            return elementwise.minimum(low, float(self.opt(bound, "x_max")))
-        finally:
-            low.dispose()
+# Clip: layers/op_nodes_float.py.
 
 
 # -------------------------------------------------------------------------------------------------
@@ -246,9 +351,38 @@ def _axes(axis, rank: int, where: str) -> tuple:
 
 @register_op("Mean", "Sum", "Max", "Min")
 class ReduceOp(OpNode):
+    """sum / mean / max / min over axes. int32 and bool tensors reduce as float32 and convert
+    back, typed as Keras types them (sum of bool or int32: int32; max / min: the input's dtype;
+    mean: float32): exact while every value and partial sum is below 2**24 in magnitude."""
     input_dtypes = ("float32",)
     params = ("x", "axis", "keepdims")
-    shaders = ("reduce.comp",)
+    shaders = ("reduce.comp", "typed_unary.comp")
+    _RESULTS = {"Sum": {"bool": "int32", "int32": "int32"}, "Mean": {"bool": "float32"},
+                "Max": {}, "Min": {}}
+
+    def result_dtype(self, bound, dtypes):
+        if type(self) is not ReduceOp or dtypes == {"float32"}:
+            return super().result_dtype(bound, dtypes)
+        dtype = checked_operand(self, bound["x"], "x")
+        table = self._RESULTS[self.class_name]
+        return table.get(dtype, "float32" if self.class_name == "Mean" else dtype)
+
+    def reduced(self, op: str, x, bound, out_dtype: str):
+        """reduce(op) of x as float32 (an int32 / bool x converted first), as out_dtype."""
+        axis = self.opt(bound, "axis")
+        axis = tuple(axis) if isinstance(axis, list) else axis
+        source, made = typed_ops.as_float(x)
+        try:
+            result = reduce.reduce(op, source, axis, bool(self.opt(bound, "keepdims", False)))
+        finally:
+            if made is not None:
+                made.dispose()
+        if out_dtype == "float32":
+            return result
+        try:
+            return typed_ops.convert(result, out_dtype)
+        finally:
+            result.dispose()
 
     def output_shape(self, bound):
         shape = _shape(bound["x"])
@@ -258,10 +392,9 @@ class ReduceOp(OpNode):
         return tuple(n for d, n in enumerate(shape) if d not in axes)
 
     def run(self, bound):
-        axis = self.opt(bound, "axis")
-        axis = tuple(axis) if isinstance(axis, list) else axis
-        return reduce.reduce(self.class_name.lower(), bound["x"], axis,
-                             bool(self.opt(bound, "keepdims", False)))
+        x = bound["x"]
+        return self.reduced(self.class_name.lower(), x, bound,
+                            self.result_dtype(bound, {x.dtype}))
 
 
 # -------------------------------------------------------------------------------------------------
@@ -359,63 +492,4 @@ class TransposeOp(OpNode):
         return layout.transpose(x, self.perm(x.ndim, bound))
 
 
-@register_op("Matmul")
-class MatmulOp(OpNode):
-    input_dtypes = ("float32",)
-    params = ("x1", "x2")
-    shaders = ("matmul.comp",)
-
-    def output_shape(self, bound):
-        a, b = _shape(bound["x1"]), _shape(bound["x2"])
-        if len(a) < 2 or len(b) < 2:
-            raise self.unsupported("matmul of a rank-1 operand")
-        if None not in (a[-1], b[-2]) and a[-1] != b[-2]:
-            raise self.shape_error(f"cannot multiply {list(a)} by {list(b)}.")
-        batch = broadcast_dims(a[:-2], b[:-2], f"Layer '{self.name}'")
-        return batch + (a[-2], b[-1])
-
-    def run(self, bound):
-        return matmul.matmul(bound["x1"], bound["x2"])
-
-
-@register_op("Concatenate")
-class ConcatenateOp(OpNode):
-    input_dtypes = ("float32",)
-    params = ("xs", "axis")
-    shaders = ("concat.comp",)
-
-    def output_shape(self, bound):
-        shapes = [_shape(x) for x in bound["xs"]]
-        rank = len(shapes[0])
-        axis = int(self.opt(bound, "axis", 0))
-        if not -rank <= axis < rank or any(len(s) != rank for s in shapes):
-            raise self.shape_error(f"cannot concatenate shapes {[list(s) for s in shapes]} "
-                                   f"along axis {axis}.")
-        axis %= rank
-        sizes = [s[axis] for s in shapes]
-        out = list(shapes[0])
-        out[axis] = None if None in sizes else sum(sizes)
-        for d in range(rank):
-            if d != axis:
-                known = {s[d] for s in shapes if s[d] is not None}
-                if len(known) > 1:
-                    raise self.shape_error(f"cannot concatenate shapes "
-                                           f"{[list(s) for s in shapes]} along axis {axis}.")
-                out[d] = known.pop() if known else None
-        return tuple(out)
-
-    def run(self, bound):
-        return merge.concatenate(list(bound["xs"]), int(self.opt(bound, "axis", 0)))
-
-
-@register_op("Softmax", "LogSoftmax")
-class SoftmaxOp(OpNode):
-    input_dtypes = ("float32",)
-    params = ("x", "axis")
-    shaders = ("softmax.comp",)
-
-    def run(self, bound):
-        axis = self.opt(bound, "axis", -1)
-        axis = tuple(axis) if isinstance(axis, list) else axis
-        function = softmax.log_softmax if self.class_name == "LogSoftmax" else softmax.softmax
-        return function(bound["x"], axis)
+# Matmul, Concatenate, Softmax / LogSoftmax: layers/op_nodes_float.py.

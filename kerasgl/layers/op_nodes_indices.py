@@ -1,14 +1,14 @@
-"""keras.ops with index values recorded in Keras 3 graphs: argmax / argmin (float32 in, int32 out,
-as Keras) one_hot (int32 in: an integer Input or argmax's result; float32 out) and cast between float32 and
-int32. Their dtypes
-travel with the shapes (op_dtypes.py), so an int32 result reaching an op that takes float32 only
-is refused at load.
+"""keras.ops with index values recorded in Keras 3 graphs: argmax / argmin (int32 out, as Keras;
+int32 and bool inputs compared as float32, exact below 2**24) one_hot (int32 in: an integer Input
+or argmax's result; float32 out) and cast between float32, int32 and bool. Their dtypes travel
+with the shapes (op_dtypes.py), so a result reaching an op that cannot take its dtype is refused
+at load.
 """
 from __future__ import annotations
 
 
-from ..ops import layout
-from ..ops.arg_ops import arg_reduce, cast, one_hot
+from ..ops import layout, typed
+from ..ops.arg_ops import arg_reduce, one_hot
 from .op_nodes import OpNode, Symbolic, _shape, register_op
 
 
@@ -16,8 +16,8 @@ from .op_nodes import OpNode, Symbolic, _shape, register_op
 class ArgReduceOp(OpNode):
     """The first index of the extreme value along `axis`."""
     params = ("x", "axis", "keepdims")
-    shaders = ("arg_reduce.comp",)
-    input_dtypes = ("float32",)
+    shaders = ("arg_reduce.comp", "typed_unary.comp")
+    input_dtypes = ("float32", "int32", "bool")
     output_dtype = "int32"
 
     def output_shape(self, bound):
@@ -36,7 +36,12 @@ class ArgReduceOp(OpNode):
         x, axis = bound["x"], self.opt(bound, "axis")
         smallest = self.class_name == "Argmin"
         out_shape = self.output_shape({**bound, "x": Symbolic(tuple(x.shape))})
-        found = arg_reduce(x, axis, smallest)
+        source, made = typed.as_float(x)
+        try:
+            found = arg_reduce(source, axis, smallest)
+        finally:
+            if made is not None:
+                made.dispose()
         if tuple(found.shape) == tuple(out_shape):
             return found
         try:
@@ -79,20 +84,29 @@ class OneHotOp(OpNode):
 
 
 
+# Keras dtype -> what a cast to it gives under JAX without x64: int64 / float64 values are int32 /
+# float32 there (Keras's predict returns those).
+CAST_TARGETS = {"float32": "float32", "int32": "int32", "bool": "bool", "int64": "int32",
+                "float64": "float32"}
+
+
 @register_op("Cast")
 class CastOp(OpNode):
-    """keras.ops.cast to float32 or int32; other dtypes (bool, int64, float16...) are refused at
-    load, since kerasgl's result would not have Keras's dtype."""
+    """keras.ops.cast between float32, int32 and bool (float -> int32 toward zero, saturating,
+    NaN -> 0, as XLA converts; -> bool: nonzero); int64 / float64 give int32 / float32, as Keras
+    does under JAX. Other dtypes (float16, bfloat16, uint8, int8, ...) are refused at load:
+    kerasgl's result would not have Keras's dtype."""
     params = ("x", "dtype")
-    shaders = ("cast.comp",)
-    input_dtypes = ("float32", "int32")
+    shaders = ("typed_unary.comp",)
+    input_dtypes = ("float32", "int32", "bool")
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
         self.target = (self.config or {}).get("dtype")
-        if self.target not in ("float32", "int32"):
-            raise self.unsupported(f"a cast to {self.target!r}")
-        self.output_dtype = self.target
+        if self.target not in CAST_TARGETS:
+            raise self.unsupported(f"a cast to {self.target!r} (kerasgl holds float32, int32 and "
+                                   "bool; Keras's result would have that dtype)")
+        self.output_dtype = CAST_TARGETS[self.target]
 
     def output_shape(self, bound):
         if bound.get("dtype", self.target) != self.target:
@@ -100,4 +114,4 @@ class CastOp(OpNode):
         return tuple(_shape(bound["x"]))
 
     def run(self, bound):
-        return cast(bound["x"], self.target)
+        return typed.convert(bound["x"], self.output_dtype)

@@ -30,7 +30,7 @@ def _check(x, what: str, rank: int | None = None, dtypes=("float32",)) -> Tensor
     if not isinstance(x, Tensor):
         raise TypeError(f"attention ops take kerasgl Tensors; {what} is a {type(x).__name__}.")
     x._check_alive()
-    if x.dtype not in dtypes:
+    if x.dtype not in dtypes and not (x.dtype == "bool" and "int32" in dtypes):   # 0 / 1 words
         raise ShapeError(f"attention: {what} must be {' or '.join(dtypes)}. Received {x.dtype} "
                          f"of shape {list(x.shape)}.")
     if rank is not None and x.ndim != rank:
@@ -86,7 +86,7 @@ def attention_weights(query: Tensor, key: Tensor, *, scale: float = 1.0, additiv
         raise ShapeError(f"attention with an empty depth is not supported (query {list(query.shape)}).")
     defines = {
         "ADDITIVE": additive, "HAS_COEF": coef is not None, "HAS_MASK": mask is not None,
-        "MASK_INT": mask is not None and mask.dtype == "int32", "CAUSAL": bool(causal),
+        "MASK_INT": mask is not None and mask.dtype != "float32", "CAUSAL": bool(causal),
         "WINDOW": window is not None, "MASK_SUBTRACT": mask_mode == "subtract",
         "ZERO_MASKED": bool(zero_masked), "VEC4": not additive and H % 4 == 0,
     }
@@ -121,7 +121,7 @@ def attention_combine(weights: Tensor, value: Tensor, row_mask: Tensor | None = 
     if out.size == 0:
         return out
     defines = {"ROW_MASK": row_mask is not None,
-               "MASK_INT": row_mask is not None and row_mask.dtype == "int32", "VEC4": H % 4 == 0}
+               "MASK_INT": row_mask is not None and row_mask.dtype != "float32", "VEC4": H % 4 == 0}
     uniforms = {"G": G, "N": N, "T": T, "S": S, "H": H, "r_sg": r_strides[0], "r_st": r_strides[1]}
     blocks = math.ceil(H / 4)
     buffers = [weights, value, row_mask if row_mask is not None else out, out]
@@ -151,8 +151,8 @@ def mask_and(a: Tensor, b: Tensor | None, shape) -> Tensor:
     def pad(values, fill):
         return tuple(values) + (fill,) * (MAX_MASK_RANK - len(values))
 
-    defines = {"HAS_B": b is not None, "A_INT": a.dtype == "int32",
-               "B_INT": b is not None and b.dtype == "int32"}
+    defines = {"HAS_B": b is not None, "A_INT": a.dtype != "float32",
+               "B_INT": b is not None and b.dtype != "float32"}
     uniforms = {"n": out.size, "rank": len(shape), "out_shape": pad(shape, 1),
                 "a_strides": pad(a_strides, 0), "b_strides": pad(b_strides, 0)}
     dispatch.run("attention_mask.comp", defines=defines,

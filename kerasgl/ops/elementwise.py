@@ -12,6 +12,10 @@ from . import dispatch
 from .storage_ops import any_storage
 
 BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "squared_difference")
+# shaders/math_extra.glsl's binary functions (keras.ops arctan2, hypot, mod...: jnp's definitions).
+MATH_EXTRA_OPS = ("arctan2", "hypot", "logaddexp", "logaddexp2", "fmod", "mod", "floor_divide",
+                  "heaviside", "divide_no_nan", "fmax", "fmin", "ldexp", "nextafter")
+BINARY_OPS += MATH_EXTRA_OPS
 MAX_RANK = 8
 
 
@@ -79,6 +83,8 @@ def binary(op: str, a, b, activation=None) -> Tensor:
     uniforms = {"n": out.size}
     defines = {"OP": f"binary_{op}", "A_SCALAR": a_scalar, "B_SCALAR": b_scalar,
                "BROADCAST": broadcast}
+    if op in MATH_EXTRA_OPS:
+        defines["MATH_EXTRA"] = True      # binary.comp includes math_extra.glsl only then
     if activation is not None:
         uniforms.update(activation_uniforms(activation.params))
         defines["ACT"] = activation.function

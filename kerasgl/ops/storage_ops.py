@@ -6,7 +6,7 @@ import functools
 from ..tensors.tensor import Tensor, empty, texture_extent
 from . import dispatch
 
-_FORMAT = {"float32": 0x822E, "int32": 0x8235}   # GL_R32F, GL_R32I
+_FORMAT = {"float32": 0x822E, "int32": 0x8235, "bool": 0x8235}   # GL_R32F, GL_R32I (bool: 0 / 1)
 
 
 def to_texture(x: Tensor) -> Tensor:
@@ -39,7 +39,7 @@ def _convert(x: Tensor, storage: str, shader: str) -> Tensor:
         width, _ = texture_extent(x.size)
         writes_texture = storage == "texture"
         buffer, texture = (x, out) if writes_texture else (out, x)
-        dispatch.run(shader, defines={"IS_INT": x.dtype == "int32"}, buffers=[buffer],
+        dispatch.run(shader, defines={"IS_INT": x.dtype != "float32"}, buffers=[buffer],
                      images=[(0, texture.gl_texture(), not writes_texture, writes_texture,
                               _FORMAT[x.dtype])],
                      uniforms={"n": x.size, "width": width}, groups=dispatch.groups_for(x.size))

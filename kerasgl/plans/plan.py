@@ -15,7 +15,7 @@ from ..ops import dispatch as ops_dispatch, gpu_checks
 from ..runtime import buffer_views, context
 from ..runtime.objects import GLObject
 from ..tensors import ownership
-from ..tensors.tensor import DTYPES, Tensor, empty
+from ..tensors.tensor import DTYPES, Tensor, as_numpy, empty
 from . import memory_plan
 from .recorder import Recorder, step_name
 from .steps import Copy, Dispatch, Replay, Upload
@@ -202,7 +202,7 @@ class Plan:
             out = np.empty(shape, DTYPES[dtype])
             if out.size:
                 handle.read_into(out, size=out.nbytes)
-            results.append(out)
+            results.append(as_numpy(out, dtype))
         return results
 
     def run_tensors(self, tensors: list[Tensor]) -> list[Tensor]:

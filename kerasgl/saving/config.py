@@ -241,7 +241,8 @@ def _is_nested_model(class_name: str, config) -> bool:
 # layer); none of these names is also a Keras layer class.
 _OPS_WITH_DTYPE = {"ZerosLike", "OnesLike", "FullLike", "Cast", "Zeros", "Ones", "Full", "Eye",
                    "Identity", "Tri", "Arange", "Linspace", "Logspace", "Empty", "EmptyLike",
-                   "ConvertToTensor", "Cumsum", "Cumprod", "OneHot", "MultiHot"}
+                   "ConvertToTensor", "Cumsum", "Cumprod", "OneHot", "MultiHot", "Prod",
+                   "Nancumsum", "Nancumprod", "Geomspace", "View", "Array", "SaturateCast"}
 
 
 def _is_op_node(entry: dict, keras_major: int) -> bool:

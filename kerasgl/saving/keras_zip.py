@@ -120,6 +120,9 @@ def _own_vars(reader: H5Reader, group: h5py.Group, where: str, owner: str) -> li
     if vars_group is None:
         return []
     keys = reader.names(vars_group)
+    if keys == ["idf_weights"]:     # IndexLookup.save_own_variables (tf_idf lookup layers)
+        dataset = reader.node(vars_group, "idf_weights")
+        return [reader.array(dataset, owner)] if dataset is not None else []
     if sorted(keys) != sorted(str(i) for i in range(len(keys))):
         raise ModelFileError(f"{reader.source}: unexpected variable names {keys[:20]} in "
                              f"{where}/vars")

@@ -1,4 +1,6 @@
-"""Tensor: an n-dimensional float32 (or int32) array living in a GL buffer or texture.
+"""Tensor: an n-dimensional float32, int32 or bool array living in a GL buffer or texture. A bool
+tensor is stored as 32-bit words holding 0 or 1, as an int32 tensor is (bool -> int32 is a re-tag);
+its numpy() is np.bool_.
 
 Thin on purpose: this module holds the data and its lifetime only. The operators and methods
 that compute (`a + b`, `x.relu()`, `x.sum()`, `x.to_texture()`, ...) are attached to Tensor by
@@ -16,7 +18,8 @@ from ..runtime.objects import GLObject
 from . import ownership as memory
 from ..errors import DisposedError, GPULimitError, ShapeError
 
-DTYPES = {"float32": np.float32, "int32": np.int32}
+# kerasgl dtype -> the numpy dtype of its 32-bit words in GPU memory (a bool is a 0 / 1 word).
+DTYPES = {"float32": np.float32, "int32": np.int32, "bool": np.int32}
 STORAGE_KINDS = ("buffer", "texture")
 
 
@@ -39,7 +42,7 @@ def normalize_dtype(dtype) -> str:
         return dtype
     name = np.dtype(dtype).name
     if name not in DTYPES:
-        raise ShapeError(f"kerasgl tensors are float32 or int32. Received dtype {name}.")
+        raise ShapeError(f"kerasgl tensors are float32, int32 or bool. Received dtype {name}.")
     return name
 
 
@@ -142,7 +145,7 @@ class Tensor(memory.Owned):
             recording.recorders[-1].read_back(gl)
         raw = gl.handle.read()
         flat = np.frombuffer(raw, dtype=DTYPES[self.dtype])[: self.size]
-        return flat.reshape(self.shape).copy()
+        return as_numpy(flat.reshape(self.shape).copy(), self.dtype)
 
     def __array__(self, dtype=None, copy=None):
         array = self.numpy()
@@ -227,18 +230,34 @@ def tensor(values, dtype=None, storage: str = "buffer", label: str = "tensor") -
         values = values.numpy()
     array = np.asarray(values)
     if dtype is None:
-        if array.dtype.kind == "f" or array.dtype.kind == "b":
+        if array.dtype.kind == "b":
+            dtype = "bool"
+        elif array.dtype.kind == "f":
             dtype = "float32"
         elif array.dtype.kind in "iu":
             dtype = "int32"
         else:
             raise ShapeError(f"Cannot make a tensor from data of dtype {array.dtype}: kerasgl tensors "
-                             "are float32 or int32.")
+                             "are float32, int32 or bool.")
     dtype = normalize_dtype(dtype)
+    if dtype == "bool":
+        array = array != 0                   # any numbers: nonzero is true, as Keras's cast
     # astype, not ascontiguousarray (which makes 0-d arrays 1-d); tobytes() is C order anyway.
     array = array.astype(DTYPES[dtype], copy=False)
     return empty(array.shape, dtype, storage, data=array.tobytes() if array.size else None,
                  label=label)
+
+
+def as_numpy(words: np.ndarray, dtype: str) -> np.ndarray:
+    """The array a tensor of `dtype` reads as, from its 32-bit words (bool: nonzero)."""
+    return words != 0 if dtype == "bool" else words
+
+
+def retag(source: Tensor, dtype: str) -> Tensor:
+    """A view of `source` read as another dtype of the same words: bool as int32 (0 / 1), or a
+    0 / 1 int32 as bool. No copy."""
+    source._check_alive()
+    return Tensor(source._storage, source.shape, normalize_dtype(dtype))
 
 
 def view(source: Tensor, shape) -> Tensor:

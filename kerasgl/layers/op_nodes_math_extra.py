@@ -1,0 +1,168 @@
+"""keras.ops elementwise maths beyond op_nodes.py and op_nodes_math.py, with float32 results
+(int32 arguments computed as float32, as Keras promotes them):
+trigonometric, hyperbolic, logarithmic and special functions (ops/math_extra.py, written to stay
+accurate where GPU built-ins are loose: large arguments of sin / cos, tiny ones of arcsinh...),
+the keras.ops.nn activations that activations.glsl already has (fusable like op_nodes.py's
+UnaryOp), binary functions of two broadcast arguments (arctan2, hypot, logaddexp...), and
+float32 floor_divide / mod with jnp's exact remainders (op_nodes.py's BinaryOp, which this
+class extends, keeps their int32 and bool forms). Statistics and reductions: op_nodes_stats.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import elementwise
+from ..ops.arg_ops import cast
+from ..ops.math_extra import math_extra
+from .op_dtypes import dtype_of
+from .op_nodes import BinaryOp, BroadcastingOp, OpNode, UnaryOp, _shape, register_op
+
+# Operation class -> function of shaders/math_extra.comp (without the fn_ prefix).
+_EXTRA = {"Sin": "sin", "Cos": "cos", "Tan": "tan", "Arcsin": "arcsin", "Arccos": "arccos",
+          "Arctan": "arctan", "Sinh": "sinh", "Cosh": "cosh", "Arcsinh": "arcsinh",
+          "Arccosh": "arccosh", "Arctanh": "arctanh", "Log10": "log10", "Log2": "log2",
+          "Exp2": "exp2", "Cbrt": "cbrt", "Trunc": "trunc", "Fabs": "fabs", "Sinc": "sinc",
+          "Deg2rad": "deg2rad", "Rad2deg": "rad2deg", "Erfc": "erfc", "Erfinv": "erfinv",
+          "I0": "i0", "NanToNum": "nan_to_num", "Threshold": "threshold"}
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+# Where Keras keeps an int32 argument's dtype (trunc(int) is the int; the others' graphs say
+# int32): refused for int32 arguments, which the rest take and compute as float32, as Keras does.
+_INT_KEEPING = ("Trunc", "NanToNum", "Erfinv", "Threshold", "Fmod", "Fmax", "Fmin")
+
+
+def _refuse_int_result(node: OpNode, *arguments) -> None:
+    dtypes = {dtype_of(_shape(a)) for a in arguments if hasattr(a, "shape")}
+    if node.class_name in _INT_KEEPING and "float32" not in dtypes and not any(
+            isinstance(a, float) for a in arguments):
+        raise node.unsupported(f"{' and '.join(sorted(dtypes))} arguments (Keras keeps their "
+                               "integer dtype here; only float32 results run)")
+
+
+def _as_float32(value):
+    """(value as float32, the converted copy to dispose or None): int32 tensors are cast."""
+    if getattr(value, "dtype", "float32") == "float32":
+        return value, None
+    converted = cast(value, "float32")
+    return converted, converted
+
+
+@register_op(*_EXTRA)
+class MathExtraOp(OpNode):
+    """One of _EXTRA's functions. NanToNum's replacements (nan, posinf, neginf: None for the
+    largest float32 of that sign, as jnp.nan_to_num) and Threshold's threshold and default_value
+    come from the node's config."""
+    input_dtypes = ("float32", "int32")
+    shaders = ("math_extra.comp", "cast.comp")
+
+    def __init__(self, spec, keras_major: int = 3):
+        super().__init__(spec, keras_major)
+        self.parameters()                 # unreadable options: refused at load
+
+    def parameters(self) -> tuple:
+        try:
+            if self.class_name == "NanToNum":
+                posinf, neginf = self.options.get("posinf"), self.options.get("neginf")
+                return (float(self.options.get("nan", 0.0)),
+                        FLOAT32_MAX if posinf is None else float(posinf),
+                        -FLOAT32_MAX if neginf is None else float(neginf))
+            if self.class_name == "Threshold":
+                return (float(self.options["threshold"]), float(self.options["default_value"]))
+        except (KeyError, TypeError, ValueError):
+            raise self.unsupported(f"options {self.options!r} (numbers are needed)") from None
+        return ()
+
+    def output_shape(self, bound):
+        _refuse_int_result(self, bound["x"])
+        return super().output_shape(bound)
+
+    def run(self, bound):
+        x, made = _as_float32(bound["x"])
+        try:
+            return math_extra(_EXTRA[self.class_name], x, *self.parameters())
+        finally:
+            if made is not None:
+                made.dispose()
+
+
+# keras.ops.nn activation class -> (act_ function of activations.glsl, its option and default).
+_ACTIVATIONS = {"LogSigmoid": ("log_sigmoid", None, None), "HardTanh": ("hard_tanh", None, None),
+                "HardShrink": ("hard_shrink", "threshold", 0.5),
+                "SoftShrink": ("soft_shrink", "threshold", 0.5),
+                "TanhShrink": ("tanh_shrink", None, None), "Celu": ("celu", "alpha", 1.0),
+                "Squareplus": ("squareplus", "b", 4.0), "SparsePlus": ("sparse_plus", None, None),
+                "SparseSigmoid": ("sparse_sigmoid", None, None)}
+
+
+@register_op(*_ACTIVATIONS)
+class ActivationOp(UnaryOp):
+    """keras.ops.nn activations as activations.glsl computes them (jax.nn's formulas)."""
+
+    def function(self, bound):
+        name, option, default = _ACTIVATIONS[self.class_name]
+        return name, (() if option is None else (float(self.opt(bound, option, default)),))
+
+
+# Operation class -> binary function of shaders/math_extra.glsl (without the binary_ prefix).
+_EXTRA_BINARY = {"Arctan2": "arctan2", "Hypot": "hypot", "Logaddexp": "logaddexp",
+                 "Logaddexp2": "logaddexp2", "Fmod": "fmod", "Heaviside": "heaviside",
+                 "DivideNoNan": "divide_no_nan", "Fmax": "fmax", "Fmin": "fmin",
+                 "Nextafter": "nextafter"}
+
+
+@register_op(*_EXTRA_BINARY)
+class BinaryExtraOp(BroadcastingOp):
+    """f(x1, x2) with numpy broadcasting, either argument a tensor or a number; int32 tensors
+    computed as float32 where Keras's result is float32."""
+    input_dtypes = ("float32", "int32")
+    shaders = ("binary.comp", "binary_vec4.comp", "cast.comp")
+
+    def output_shape(self, bound):
+        _refuse_int_result(self, bound["x1"], bound["x2"])
+        return super().output_shape(bound)
+
+    def run(self, bound):
+        (x1, made1), (x2, made2) = _as_float32(bound["x1"]), _as_float32(bound["x2"])
+        try:
+            return elementwise.binary(_EXTRA_BINARY[self.class_name], x1, x2)
+        finally:
+            for made in (made1, made2):
+                if made is not None:
+                    made.dispose()
+
+
+_FLOAT_DIVMOD = {"FloorDivide": "floor_divide", "Mod": "mod"}
+
+
+@register_op(*_FLOAT_DIVMOD)
+class FloatDivModOp(BinaryOp):
+    """floor_divide and mod of float32 tensors (and numbers) as jnp computes them: an exact
+    remainder (C's fmod, then the divisor's sign) and CPython's float_divmod quotient, right for
+    any ratio of the arguments. Other dtypes: op_nodes.py's BinaryOp (int32 and bool forms)."""
+
+    def run(self, bound):
+        x1, x2 = bound["x1"], bound["x2"]
+        if any(getattr(v, "dtype", "float32") != "float32" or isinstance(v, bool) for v in (x1, x2)):
+            return super().run(bound)
+        return elementwise.binary(_FLOAT_DIVMOD[self.class_name], x1, x2)
+
+
+@register_op("Ldexp")
+class LdexpOp(BroadcastingOp):
+    """x1 * 2**x2: float32 x1, int32 exponents x2 (Keras requires integer ones)."""
+    input_dtypes = ("float32", "int32")
+    shaders = ("cast.comp", "binary.comp", "binary_vec4.comp")
+
+    def output_shape(self, bound):
+        if dtype_of(_shape(bound["x1"])) != "float32":
+            raise self.unsupported("an integer x1 tensor (a float32 one is needed)")
+        return super().output_shape(bound)
+
+    def run(self, bound):
+        x1, x2 = bound["x1"], bound["x2"]
+        if not hasattr(x2, "dtype"):
+            return elementwise.binary("ldexp", x1, float(x2))
+        exponents = cast(x2, "float32")
+        try:
+            return elementwise.binary("ldexp", x1, exponents)
+        finally:
+            exponents.dispose()

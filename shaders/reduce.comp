@@ -4,11 +4,17 @@
 // repeats passes (with r = the number of chunks) until one chunk is left, so a long sum becomes a
 // tree of short sums. Sums are compensated (Kahan), which keeps a sum of millions of float32
 // numbers within a few ulps of the exact result.
-// Defines: OP (0 sum, 1 max, 2 min).
+// Defines: OP (0 sum, 1 max, 2 min); INT (1: int32 words, summed with int32 wrap-around as XLA's
+// int32 sums, no compensation and no divisor).
 #include "common.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+#if INT
+#define T int
+#else
+#define T float
+#endif
+layout(std430, binding = 0) readonly buffer X { T x[]; };
+layout(std430, binding = 1) writeonly buffer Y { T y[]; };
 uniform uint outer;
 uniform uint r;
 uniform uint inner;
@@ -25,7 +31,15 @@ void main() {
     uint begin = c * chunk;
     uint end = min(begin + chunk, r);
     uint at = (o * r + begin) * inner + i;
-#if OP == 0
+#if INT && OP == 0
+    int result = 0;
+    for (uint k = begin; k < end; ++k, at += inner) result += x[at];
+#elif INT
+    int result = x[at];
+    at += inner;
+    for (uint k = begin + 1u; k < end; ++k, at += inner)
+        result = OP == 1 ? max(result, x[at]) : min(result, x[at]);
+#elif OP == 0
     // `precise` stops the compiler from simplifying the compensation away.
     precise float sum = 0.0;
     precise float lost = 0.0;
@@ -50,5 +64,9 @@ void main() {
 #endif
     }
 #endif
+#if INT
+    y[idx] = result;
+#else
     y[idx] = result / divisor;
+#endif
 }

@@ -12,12 +12,14 @@ import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGITS = os.path.join(REPO, "kerasgl", "_data", "digits_cnn.keras")
+TEXT_MODEL = os.path.join(REPO, "tests", "data", "strings", "string_lookup_embedding.keras")
 _READY = re.compile(r"kerasgl serve: .* on http://127\.0\.0\.1:(\d+) ")
 
 
 def build_models(folder) -> dict:
     """{name: path} of small Keras models saved in `folder`: a one-input MLP, a two-input
-    two-output functional model, and an int32-input embedding model."""
+    two-output functional model, an int32-input embedding model, a bool-input model, and the
+    committed StringLookup + Embedding text model (raw strings in)."""
     import keras
     keras.utils.set_random_seed(3)
     mlp = keras.Sequential([keras.Input((6,), name="features"), keras.layers.Dense(5, activation="relu"),
@@ -32,8 +34,10 @@ def build_models(folder) -> dict:
     ids = keras.Input((5,), dtype="int32", name="ids")
     embedded = keras.layers.Flatten()(keras.layers.Embedding(10, 3)(ids))
     words = keras.Model(ids, keras.layers.Dense(2, name="vote")(embedded), name="words")
-    paths = {}
-    for model in (mlp, two, words):
+    flags = keras.Input((3,), dtype="bool", name="flags")
+    flagged = keras.Model(flags, keras.ops.logical_not(flags), name="flagged")
+    paths = {"tokens": TEXT_MODEL}
+    for model in (mlp, two, words, flagged):
         paths[model.name] = os.path.join(str(folder), f"{model.name}.keras")
         model.save(paths[model.name])
     paths["digits"] = DIGITS

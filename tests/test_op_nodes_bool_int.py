@@ -100,6 +100,17 @@ def test_reductions_of_int_and_bool(tmp_path):
     assert_matches_keras(model, tmp_path, inputs=_data())
 
 
+def test_int32_reductions_are_exact_beyond_float32(tmp_path):
+    """Sums, maxima and minima of int32 values near 2**31, where float32 would lose the low
+    bits (and a sum that wraps around, as XLA's int32 sums do)."""
+    i = keras.Input((5, 3), dtype="int32", name="i")
+    model = keras.Model(i, [ops.sum(i, axis=1), ops.max(i, axis=-1), ops.min(i, axis=(1, 2)),
+                            ops.sum(i, axis=(1, 2))], name="big_ints")
+    values = np.random.default_rng(3).integers(2 ** 28, 2 ** 29 + 7, size=(2, 5, 3))
+    values[1, :, 0] = [2 ** 31 - 1, 2 ** 31 - 3, 5, -7, 1]     # wraps
+    assert_matches_keras(model, tmp_path, inputs=[values.astype("int32")])
+
+
 def test_float_classifications(tmp_path):
     f, i, b = _inputs()
     outputs = []

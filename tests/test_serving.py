@@ -29,7 +29,8 @@ def models(tmp_path_factory):
 @pytest.fixture(scope="module")
 def keras_models(models):
     import keras
-    return {name: keras.saving.load_model(path) for name, path in models.items()}
+    # The text model's StringLookup needs TensorFlow in Keras: its answers are the fixture's.
+    return {name: keras.saving.load_model(path) for name, path in models.items() if name != "tokens"}
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +52,28 @@ def client(server):
 def predict(client, name, body, version=None):
     where = f"/v1/models/{name}" + (f"/versions/{version}" if version else "") + ":predict"
     return client.post(where, content=json.dumps(body) if not isinstance(body, bytes) else body)
+
+
+def test_bool_and_string_inputs(client, models):
+    """A bool input takes JSON true / false and answers them; a text model takes raw strings
+    (its StringLookup runs on the host) and answers as Keras did (the fixture's outputs);
+    metadata names the dtypes as TF Serving does; the wrong JSON kind is a 400 naming it."""
+    flags = [[True, False, True], [False, False, True]]
+    answer = predict(client, "flagged", {"instances": flags})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["predictions"] == [[not v for v in row] for row in flags]
+    data = np.load(models["tokens"].replace(".keras", ".npz"))
+    answer = predict(client, "tokens", {"instances": data["input_0"].tolist()})
+    assert answer.status_code == 200, answer.text
+    np.testing.assert_allclose(answer.json()["predictions"], data["output_0"], atol=1e-6)
+    signature = client.get("/v1/models/tokens/metadata").json()["metadata"]["signature_def"]
+    inputs = signature["signature_def"]["serving_default"]["inputs"]
+    assert [spec["dtype"] for spec in inputs.values()] == ["DT_STRING"]
+    for name, body, says in (("flagged", [[1, 0, 1]], "takes true / false"),
+                             ("tokens", [[1, 2, 3, 4]], "takes strings"),
+                             ("mlp", [[True] * 6], "takes numbers")):
+        refused = predict(client, name, {"instances": body})
+        assert refused.status_code == 400 and says in refused.json()["error"], refused.text
 
 
 def test_row_and_columnar_formats_answer_as_keras_and_kerasgl(client, models, keras_models):

@@ -351,9 +351,9 @@ def _axes(axis, rank: int, where: str) -> tuple:
 
 @register_op("Mean", "Sum", "Max", "Min")
 class ReduceOp(OpNode):
-    """sum / mean / max / min over axes. int32 and bool tensors reduce as float32 and convert
-    back, typed as Keras types them (sum of bool or int32: int32; max / min: the input's dtype;
-    mean: float32): exact while every value and partial sum is below 2**24 in magnitude."""
+    """sum / mean / max / min over axes, typed as Keras types them (sum of bool or int32: int32;
+    max / min: the input's dtype; mean: float32). int32 and bool sums, maxima and minima are
+    exact int32 reductions (sums wrap around as XLA's); a mean of them is taken in float32."""
     input_dtypes = ("float32",)
     params = ("x", "axis", "keepdims")
     shaders = ("reduce.comp", "typed_unary.comp")
@@ -368,9 +368,13 @@ class ReduceOp(OpNode):
         return table.get(dtype, "float32" if self.class_name == "Mean" else dtype)
 
     def reduced(self, op: str, x, bound, out_dtype: str):
-        """reduce(op) of x as float32 (an int32 / bool x converted first), as out_dtype."""
+        """reduce(op) of x as out_dtype: int32 words for an int32 / bool sum, max or min (bool
+        words are int32 ones), else float32 (an int32 / bool x converted first)."""
         axis = self.opt(bound, "axis")
         axis = tuple(axis) if isinstance(axis, list) else axis
+        keepdims = bool(self.opt(bound, "keepdims", False))
+        if x.dtype != "float32" and op != "mean" and out_dtype in ("int32", "bool"):
+            return reduce.reduce_words(op, x, axis, keepdims, out_dtype)
         source, made = typed_ops.as_float(x)
         try:
             result = reduce.reduce(op, source, axis, bool(self.opt(bound, "keepdims", False)))

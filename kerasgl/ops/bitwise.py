@@ -3,10 +3,9 @@ read as its 0 / 1 word), isclose and angle of float32, with numpy broadcasting. 
 are operands too (written as the word they are in the op's dtype)."""
 from __future__ import annotations
 
-from ..errors import ShapeError
-from ..tensors.tensor import Tensor, empty
+from ..tensors.tensor import Tensor
 from . import dispatch
-from .elementwise import MAX_RANK, broadcast_shape, broadcast_strides
+from .elementwise import MAX_RANK, broadcast_output, broadcast_strides
 from .storage_ops import any_storage
 from .typed import word
 
@@ -30,12 +29,8 @@ def binary(op: str, a, b, out_dtype: str, rtol: float = 0.0, atol: float = 0.0,
         raise TypeError("bitwise.binary() needs at least one kerasgl Tensor.")
     for t in tensors:
         t._check_alive()
-    a_shape = a.shape if isinstance(a, Tensor) else ()
-    b_shape = b.shape if isinstance(b, Tensor) else ()
-    out_shape = broadcast_shape(a_shape, b_shape)
-    if len(out_shape) > MAX_RANK:
-        raise ShapeError(f"Elementwise ops support up to rank {MAX_RANK}. Received {list(out_shape)}.")
-    out = empty(out_shape, out_dtype)
+    out, (a_shape, b_shape) = broadcast_output((a, b), out_dtype)
+    out_shape = out.shape
     if out.size == 0:
         return out
     a_scalar, b_scalar = not isinstance(a, Tensor), not isinstance(b, Tensor)

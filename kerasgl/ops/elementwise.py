@@ -32,6 +32,18 @@ def broadcast_shape(a_shape, b_shape) -> tuple[int, ...]:
         raise ShapeError(f"Shapes {list(a_shape)} and {list(b_shape)} cannot be broadcast together.")
 
 
+def broadcast_output(operands, dtype: str, what: str = "Elementwise ops"):
+    """The (empty) output of an elementwise op over `operands` (Tensors and numbers) broadcast
+    together, and each operand's shape (() for a number)."""
+    shapes = [v.shape if isinstance(v, Tensor) else () for v in operands]
+    out_shape = ()
+    for shape in shapes:
+        out_shape = broadcast_shape(out_shape, shape)
+    if len(out_shape) > MAX_RANK:
+        raise ShapeError(f"{what} support up to rank {MAX_RANK}. Received {list(out_shape)}.")
+    return empty(out_shape, dtype), shapes
+
+
 def broadcast_strides(shape, out_shape) -> list[int]:
     """Element strides of a C-contiguous `shape` seen through `out_shape` (0 where broadcast)."""
     shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)

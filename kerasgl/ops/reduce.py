@@ -54,7 +54,8 @@ def _runs(axes) -> list[tuple[int, int]]:
     return runs
 
 
-def _pass(op: str, x: Tensor, outer: int, r: int, inner: int, divisor: float) -> Tensor:
+def _pass(op: str, x: Tensor, outer: int, r: int, inner: int, divisor: float,
+          dtype: str = "float32") -> Tensor:
     """Reduce the middle axis of x seen as [outer, r, inner] completely (one or more passes)."""
     current, owned = x, False
     try:
@@ -65,8 +66,9 @@ def _pass(op: str, x: Tensor, outer: int, r: int, inner: int, divisor: float) ->
                 chunks = min(math.ceil(TARGET_INVOCATIONS / parallel), math.ceil(r / MIN_CHUNK))
             chunk = math.ceil(r / chunks)
             chunks = math.ceil(r / chunk)
-            out = empty((outer * chunks * inner,))
-            dispatch.run("reduce.comp", defines={"OP": OPS[op]}, buffers=[current, out],
+            out = empty((outer * chunks * inner,), dtype)
+            dispatch.run("reduce.comp", defines={"OP": OPS[op], "INT": dtype == "int32"},
+                         buffers=[current, out],
                          uniforms={"outer": outer, "r": r, "inner": inner, "chunk": chunk,
                                    "chunks": chunks,
                                    "divisor": float(divisor) if chunks == 1 else 1.0},
@@ -84,10 +86,13 @@ def _pass(op: str, x: Tensor, outer: int, r: int, inner: int, divisor: float) ->
 
 @any_storage
 def reduce(op: str, x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
-    """op in sum / mean / max / min over `axis` (None, an int or a tuple), as numpy does."""
+    """op in sum / mean / max / min over `axis` (None, an int or a tuple), as numpy does.
+    An int32 x: sum / max / min exactly in int32 (sums wrap around as XLA's); mean needs float32."""
     if op not in OPS:
         raise ValueError(f"Unknown reduction {op!r}; expected one of {tuple(OPS)}.")
-    x = float32_tensor(x, f"{op}() input")
+    if not (isinstance(x, Tensor) and x.dtype == "int32" and op != "mean"):
+        x = float32_tensor(x, f"{op}() input")
+    x._check_alive()
     axes = normalize_axes(axis, x.ndim)
     out_shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keepdims else \
         tuple(n for d, n in enumerate(x.shape) if d not in axes)
@@ -107,7 +112,8 @@ def reduce(op: str, x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
             last = n == len(runs) - 1
             outer, r, inner = (math.prod(shape[:start]), math.prod(shape[start:stop]),
                                math.prod(shape[stop:]))
-            reduced = _pass(op, current, outer, r, inner, count if op == "mean" and last else 1)
+            reduced = _pass(op, current, outer, r, inner, count if op == "mean" and last else 1,
+                            x.dtype)
             if owned:
                 current.dispose()
             current, owned = reduced, True
@@ -121,12 +127,25 @@ def reduce(op: str, x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
         raise
 
 
+def reduce_words(op: str, x: Tensor, axis, keepdims: bool, out_dtype: str) -> Tensor:
+    """sum / max / min of an int32 or bool x as exact int32 words (bool words are int32 0 / 1),
+    read as `out_dtype` (int32, or bool for a bool max / min)."""
+    source = view(x, x.shape, "int32")
+    try:
+        words = reduce(op, source, axis, keepdims)
+    finally:
+        source.dispose()
+    result = view(words, words.shape, out_dtype)
+    words.dispose()
+    return result
+
+
 def _without_work(op: str, x: Tensor, out_shape, count: int) -> Tensor:
     """Cases with nothing to reduce: an empty output, an empty axis, or no axes at all."""
     if math.prod(out_shape) == 0:
-        return empty(out_shape)
+        return empty(out_shape, x.dtype)
     if count == 0:   # numpy: the sum of nothing is 0, the mean of nothing is nan
-        return fill(out_shape, 0.0 if op == "sum" else float("nan"))
+        return fill(out_shape, 0.0 if op == "sum" else float("nan"), x.dtype)
     source = copy(x)     # no axes: numpy returns the values unchanged
     try:
         return view(source, out_shape)

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..tensors.tensor import Tensor, empty
 from . import dispatch
-from .elementwise import MAX_RANK, broadcast_shape, broadcast_strides
+from .elementwise import MAX_RANK, broadcast_output, broadcast_strides
 from .storage_ops import any_storage
 
 KINDS = {"float32": 0, "int32": 1, "bool": 2}
@@ -74,12 +74,8 @@ def binary(op: str, a, b, out_dtype: str) -> Tensor:
     common_float = "float32" in (a_dtype, b_dtype) or op in FLOAT_ARITHMETIC
     if op in INT_ARITHMETIC and common_float:
         raise ShapeError(f"typed binary: {op} takes int32 / bool operands, not float32.")
-    a_shape = a.shape if isinstance(a, Tensor) else ()
-    b_shape = b.shape if isinstance(b, Tensor) else ()
-    out_shape = broadcast_shape(a_shape, b_shape)
-    if len(out_shape) > MAX_RANK:
-        raise ShapeError(f"Elementwise ops support up to rank {MAX_RANK}. Received {list(out_shape)}.")
-    out = empty(out_shape, out_dtype)
+    out, (a_shape, b_shape) = broadcast_output((a, b), out_dtype)
+    out_shape = out.shape
     if out.size == 0:
         return out
     a_scalar, b_scalar = not isinstance(a, Tensor), not isinstance(b, Tensor)
@@ -193,11 +189,8 @@ def where(condition: Tensor, x1, x2, out_dtype: str) -> Tensor:
                 made.append(new)
             operands.append(operand)
         x, y = operands
-        shapes = [condition.shape] + [v.shape if isinstance(v, Tensor) else () for v in operands]
-        out_shape = broadcast_shape(broadcast_shape(shapes[0], shapes[1]), shapes[2])
-        if len(out_shape) > MAX_RANK:
-            raise ShapeError(f"where supports up to rank {MAX_RANK}. Received {list(out_shape)}.")
-        out = empty(out_shape, out_dtype)
+        out, shapes = broadcast_output((condition, x, y), out_dtype, "where")
+        out_shape = out.shape
         if out.size == 0:
             return out
         x_scalar, y_scalar = not isinstance(x, Tensor), not isinstance(y, Tensor)

@@ -101,7 +101,8 @@ def build_app(served: dict, worker, metrics: ServingMetrics, *, max_body_bytes: 
         body = await _read_body(request, max_body_bytes)
 
         def parse():
-            fmt, columns = tfs.parse_predict(body, entry.input_names, entry.name)
+            fmt, columns = tfs.parse_predict(body, entry.input_names, entry.name,
+                                                entry.bool_input_names)
             return fmt, to_arrays(columns, entry.input_specs, entry.name, entry.max_rows)
         if len(body) > _PARSE_INLINE_BYTES:
             fmt, arrays = await run_in_threadpool(parse)

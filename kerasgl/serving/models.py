@@ -29,6 +29,11 @@ class ServedModel:
         return self.model.input_names
 
     @property
+    def bool_input_names(self) -> set[str]:
+        """The inputs that take JSON true / false (every other input refuses them)."""
+        return {spec.name for spec in self.model.inputs if spec.dtype == "bool"}
+
+    @property
     def output_names(self) -> list[str]:
         return self.model.output_names
 

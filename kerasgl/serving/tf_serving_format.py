@@ -30,7 +30,7 @@ from ..errors import KerasGLError
 
 SIGNATURE = "serving_default"
 PREDICT_METHOD = "tensorflow/serving/predict"
-_TF_DTYPES = {"float32": "DT_FLOAT", "int32": "DT_INT32"}
+_TF_DTYPES = {"float32": "DT_FLOAT", "int32": "DT_INT32", "bool": "DT_BOOL", "string": "DT_STRING"}
 
 PREDICT_PATH = re.compile(r"/v1/models/([^/:]+)(?:/versions/(\d+))?:(classify|regress|predict)")
 STATUS_PATH = re.compile(r"/v1/models(?:/([^/:]+))?(?:/versions/(\d+))?(?:/(metadata))?")
@@ -57,9 +57,11 @@ def servable_not_found(name: str, version: str | None) -> RequestError:
 # -------------------------------------------------------------------------------------------------
 # Requests
 # -------------------------------------------------------------------------------------------------
-def parse_predict(body: bytes, input_names: list[str], model_name: str) -> tuple[str, dict]:
+def parse_predict(body: bytes, input_names: list[str], model_name: str,
+                  bool_inputs: set = frozenset()) -> tuple[str, dict]:
     """("row" or "columnar", {input name: the JSON value of its whole batch}) from a predict body.
-    The values are still JSON (nested lists); validation.py makes arrays of them."""
+    The values are still JSON (nested lists); validation.py makes arrays of them. Only the inputs
+    named in `bool_inputs` may hold true / false."""
     try:
         request = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -83,7 +85,7 @@ def parse_predict(body: bytes, input_names: list[str], model_name: str) -> tuple
         raise RequestError(400, 'Missing "inputs" or "instances" key.')
     if b"true" in body or b"false" in body:        # JSON booleans: numpy would take them as 1, 0
         for name, value in columns.items():
-            if _holds_bool(value):
+            if name not in bool_inputs and _holds_bool(value):
                 raise RequestError(400, f"Input '{name}' of model '{model_name}' holds true/false; "
                                         "it takes numbers.")
     return fmt, columns

@@ -1,7 +1,8 @@
 """Each request's inputs checked against the model before the request joins a batch, so that a bad
 request fails alone (400, naming the input and what it should be) and never spoils the batch it
-would have joined: numbers only (no strings, booleans or ragged lists), the model's dtype (int32
-inputs take whole numbers in int32's range), the model's shape (the batch dimension free), every
+would have joined: the model's dtype (numbers for float32 inputs; whole numbers in int32's range
+for int32 ones; true / false for bool ones; strings for a text model's string inputs; no ragged
+lists), the model's shape (the batch dimension free), every
 value finite (NaN and Infinity are valid JSON tokens for TF Serving, not valid model inputs, and
 a float64 too large for float32 would become one), the same number of examples in every input,
 and at most as many examples as one batch holds.
@@ -30,15 +31,19 @@ def to_array(value, spec, model_name: str) -> np.ndarray:
     if array is None or array.dtype == object:
         raise RequestError(400, f"{what} is not a regular array of numbers (rows of different "
                                 f"lengths, or values that are not numbers); expected {expected}.")
-    if array.dtype.kind in "USV":
-        raise RequestError(400, f"{what} holds strings; it takes numbers, shape {expected}.")
-    if array.dtype.kind not in "iuf":
-        raise RequestError(400, f"{what} holds {array.dtype} values; it takes numbers, "
-                                f"shape {expected}.")
+    # What each input dtype takes in JSON: strings (text models' lookup layers), true / false,
+    # or numbers; anything else is a 400 naming the input.
+    kinds, takes = {"string": ("U", "strings"), "bool": ("b", "true / false values")}.get(
+        spec.dtype, ("iuf", "numbers"))
+    if array.dtype.kind not in kinds:
+        held = "strings" if array.dtype.kind in "USV" else f"{array.dtype} values"
+        raise RequestError(400, f"{what} holds {held}; it takes {takes}, shape {expected}.")
     if array.ndim != len(spec.shape) or any(
             want is not None and got != want for got, want in zip(array.shape[1:], spec.shape[1:])):
         raise RequestError(400, f"{what} has shape {list(array.shape)}; the model expects "
                                 f"{expected}.")
+    if spec.dtype in ("string", "bool"):
+        return np.ascontiguousarray(array)
     if spec.dtype == "int32":
         if array.dtype.kind == "f":
             raise RequestError(400, f"{what} holds non-integer numbers; it takes int32, shape "

@@ -260,7 +260,9 @@ def retag(source: Tensor, dtype: str) -> Tensor:
     return Tensor(source._storage, source.shape, normalize_dtype(dtype))
 
 
-def view(source: Tensor, shape) -> Tensor:
-    """A tensor of another shape sharing `source`'s storage (no copy, no new GL object)."""
+def view(source: Tensor, shape, dtype: str | None = None) -> Tensor:
+    """A tensor of another shape sharing `source`'s storage (no copy, no new GL object); `dtype`
+    re-reads its 32-bit words as another dtype (bool <-> int32 words are the same 0 / 1)."""
     source._check_alive()
-    return Tensor(source._storage, normalize_shape(shape), source.dtype)
+    return Tensor(source._storage, normalize_shape(shape),
+                  source.dtype if dtype is None else normalize_dtype(dtype))

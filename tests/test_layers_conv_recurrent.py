@@ -1,5 +1,6 @@
 """ConvLSTM1D / ConvLSTM2D / ConvLSTM3D against Keras 3 (.keras and .h5): sequences and last
-outputs, states, go_backwards, padding, strides, dilation, no bias, other activations; masks refused at load."""
+outputs, states, go_backwards, padding, strides, dilation, no bias, other activations; masks
+refused at load."""
 import numpy as np
 import pytest
 from keras_ref import assert_matches_keras, keras

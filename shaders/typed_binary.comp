@@ -65,42 +65,6 @@ int op_mod(int x, int y) {
     int r = x - (x / y) * y;
     return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
 }
-// lax.rem of floats (C's fmod): x - trunc(x / y) * y, the product q * y kept exactly as hi + lo
-// (Dekker's splitting; `precise` keeps the compiler from fusing or reordering it), so the
-// remainder is exact while |x / y| < 2**24. A quotient x / y rounded up to an integer is taken
-// back by one.
-void split(float a, out float hi, out float lo) {
-    precise float c = 4097.0 * a;
-    precise float h = c - (c - a);
-    hi = h;
-    lo = a - h;
-}
-float trunc_rem(float x, float y) {
-    if (abs(y) > 3.4028235e38 && abs(x) <= 3.4028235e38) return x;     // y infinite
-    float q = trunc(x / y);
-    if (q == 0.0) return x;
-    float qh, ql, yh, yl;
-    split(q, qh, ql);
-    split(y, yh, yl);
-    precise float p = q * y;
-    precise float e = ((qh * yh - p) + qh * yl + ql * yh) + ql * yl;
-    precise float r = (x - p) - e;
-    if (r != 0.0 && (r < 0.0) != (x < 0.0)) r += sign(q) * y;
-    return r;
-}
-// jnp.floor_divide of floats (CPython's float_divmod): the remainder corrected to y's sign.
-float op_floordiv_f(float x, float y) {
-    float m = trunc_rem(x, y);
-    float d = (y == 0.0 ? x : x - m) / y;
-    if (m != 0.0 && sign(y) != sign(m)) d -= 1.0;
-    return round(d);
-}
-// jnp.remainder of floats: the sign of the divisor.
-float op_mod_f(float x, float y) {
-    float r = trunc_rem(x, y);
-    return (r != 0.0 && ((r < 0.0) != (y < 0.0))) ? r + y : r;
-}
-
 void main() {
     uint i = linear_index();
     if (i >= n) return;

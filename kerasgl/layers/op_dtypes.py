@@ -22,7 +22,6 @@ INT32_RANGE = (-2 ** 31, 2 ** 31 - 1)
 # binary op -> what it is of two bools, where Keras gives a bool.
 _BOOL_FORMS = {"add": "or", "maximum": "or", "mul": "and", "minimum": "and"}
 # binary op -> the typed_binary.comp op computing it in float32, where binary.comp has none.
-_FLOAT_FORMS = {"floordiv": "floordiv_f", "mod": "mod_f"}
 
 
 class TypedShape(tuple):
@@ -77,7 +76,7 @@ def binary_result(op: str, a: str, b: str) -> tuple[str, str]:
         return "float32", "float"
     dtype = promote(a, b)
     if dtype == "float32":
-        return "float32", _FLOAT_FORMS.get(op, "float")
+        return "float32", "float"
     if op == "pow":
         raise ValueError(f"power of {a} and {b} operands (an integer power; only float32 runs)")
     if dtype == "bool":

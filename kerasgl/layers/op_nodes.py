@@ -161,6 +161,7 @@ def broadcast_dims(a, b, where: str) -> tuple:
 _BINARY = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "div", "TrueDivide": "div",
            "Power": "pow", "Maximum": "maximum", "Minimum": "minimum", "FloorDivide": "floordiv",
            "Mod": "mod"}
+_FLOAT_NAMES = {"floordiv": "floor_divide"}     # binary.comp's name for it, where it differs
 
 
 class BroadcastingOp(OpNode):
@@ -182,16 +183,14 @@ def checked_operand(layer: OpNode, value, name: str) -> str:
     return dtype
 
 
-# FloorDivide and Mod are registered by op_nodes_math_extra.FloatDivModOp, a BinaryOp whose
-# float32 form is exact for any ratio; it hands int32 and bool operands back to this class.
-@register_op(*(name for name in _BINARY if name not in ("FloorDivide", "Mod")))
+@register_op(*_BINARY)
 class BinaryOp(BroadcastingOp):
     """x1 op x2 on float32, int32 and bool tensors and Python numbers, typed as Keras types them
     (op_dtypes.binary_result): float32 results on binary.comp (int and bool operands converted
     to float32 first, as Keras promotes them); int32 and bool results, floor_divide and mod on
     typed_binary.comp with jnp's integer semantics (floor division, the sign of the divisor;
-    XLA's x // 0 = -1 or -2 and x % 0 = 0); float floor_divide and mod as jnp's (CPython's
-    float_divmod, from an exact remainder while |x1 / x2| < 2**24)."""
+    XLA's x // 0 = -1 or -2 and x % 0 = 0); float floor_divide and mod as jnp's, on binary.comp
+    (math_extra.glsl: an exact remainder at any ratio of the operands)."""
     shaders = ("binary.comp", "typed_binary.comp", "typed_unary.comp")
 
     def plan(self, x1, x2) -> tuple[str, str]:
@@ -219,7 +218,8 @@ class BinaryOp(BroadcastingOp):
         """binary.comp on the operands as float32 (converted copies freed after)."""
         (a, made_a), (b, made_b) = typed_ops.as_float(bound["x1"]), typed_ops.as_float(bound["x2"])
         try:
-            return elementwise.binary(_BINARY[self.class_name], a, b, epilogue)
+            op = _BINARY[self.class_name]
+            return elementwise.binary(_FLOAT_NAMES.get(op, op), a, b, epilogue)
         finally:
             for made in (made_a, made_b):
                 if made is not None:

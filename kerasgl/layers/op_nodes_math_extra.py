@@ -3,9 +3,9 @@
 trigonometric, hyperbolic, logarithmic and special functions (ops/math_extra.py, written to stay
 accurate where GPU built-ins are loose: large arguments of sin / cos, tiny ones of arcsinh...),
 the keras.ops.nn activations that activations.glsl already has (fusable like op_nodes.py's
-UnaryOp), binary functions of two broadcast arguments (arctan2, hypot, logaddexp...), and
-float32 floor_divide / mod with jnp's exact remainders (op_nodes.py's BinaryOp, which this
-class extends, keeps their int32 and bool forms). Statistics and reductions: op_nodes_stats.py.
+UnaryOp), and binary functions of two broadcast arguments (arctan2, hypot, logaddexp...).
+(floor_divide / mod are op_nodes.py's BinaryOp, whose float forms are math_extra.glsl's exact
+ones.) Statistics and reductions: op_nodes_stats.py.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..ops import elementwise
 from ..ops.arg_ops import cast
 from ..ops.math_extra import math_extra
 from .op_dtypes import dtype_of
-from .op_nodes import BinaryOp, BroadcastingOp, OpNode, UnaryOp, _shape, register_op
+from .op_nodes import BroadcastingOp, OpNode, UnaryOp, _shape, register_op
 
 # Operation class -> function of shaders/math_extra.comp (without the fn_ prefix).
 _EXTRA = {"Sin": "sin", "Cos": "cos", "Tan": "tan", "Arcsin": "arcsin", "Arccos": "arccos",
@@ -128,22 +128,6 @@ class BinaryExtraOp(BroadcastingOp):
             for made in (made1, made2):
                 if made is not None:
                     made.dispose()
-
-
-_FLOAT_DIVMOD = {"FloorDivide": "floor_divide", "Mod": "mod"}
-
-
-@register_op(*_FLOAT_DIVMOD)
-class FloatDivModOp(BinaryOp):
-    """floor_divide and mod of float32 tensors (and numbers) as jnp computes them: an exact
-    remainder (C's fmod, then the divisor's sign) and CPython's float_divmod quotient, right for
-    any ratio of the arguments. Other dtypes: op_nodes.py's BinaryOp (int32 and bool forms)."""
-
-    def run(self, bound):
-        x1, x2 = bound["x1"], bound["x2"]
-        if any(getattr(v, "dtype", "float32") != "float32" or isinstance(v, bool) for v in (x1, x2)):
-            return super().run(bound)
-        return elementwise.binary(_FLOAT_DIVMOD[self.class_name], x1, x2)
 
 
 @register_op("Ldexp")

@@ -18,7 +18,6 @@ KINDS = {"float32": 0, "int32": 1, "bool": 2}
 COMPARISONS = ("gt", "ge", "lt", "le", "eq", "ne")
 LOGICAL = ("and", "or", "xor")
 INT_ARITHMETIC = ("add", "sub", "mul", "maximum", "minimum", "floordiv", "mod")
-FLOAT_ARITHMETIC = ("floordiv_f", "mod_f")
 UNARY_OPS = ("float_to_int", "int_to_float", "float_truth", "int_truth", "float_not", "int_not",
              "float_truth_as_float", "int_truth_as_float", "int_neg", "int_abs", "int_square",
              "int_sign", "int_signbit", "isnan", "isinf", "isfinite", "isposinf", "isneginf",
@@ -65,13 +64,13 @@ def binary(op: str, a, b, out_dtype: str) -> Tensor:
     """OP(a, b) over tensors and numbers broadcast together; each tensor read by its dtype.
     Comparisons and arithmetic compute in float32 when an operand is float32 (a float tensor or
     a Python float), else in int32; logical ops take each operand's truth (nonzero)."""
-    if op not in COMPARISONS + LOGICAL + INT_ARITHMETIC + FLOAT_ARITHMETIC:
+    if op not in COMPARISONS + LOGICAL + INT_ARITHMETIC:
         raise ValueError(f"Unknown typed binary op {op!r}.")
     a, b = _checked(a), _checked(b)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError("binary() needs at least one kerasgl Tensor.")
     a_dtype, b_dtype = dtype_of_operand(a), dtype_of_operand(b)
-    common_float = "float32" in (a_dtype, b_dtype) or op in FLOAT_ARITHMETIC
+    common_float = "float32" in (a_dtype, b_dtype)
     if op in INT_ARITHMETIC and common_float:
         raise ShapeError(f"typed binary: {op} takes int32 / bool operands, not float32.")
     out, (a_shape, b_shape) = broadcast_output((a, b), out_dtype)

@@ -55,10 +55,26 @@ def as_list(value):
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
+def record_difference(actual, expected, atol, rtol, what):
+    """With KERASGL_TEST_DIFFS=FILE, appends each comparison's worst |diff| and its share of the
+    tolerance to FILE (test, what, |diff|, share): the figures a closing note reports per test."""
+    path = os.environ.get("KERASGL_TEST_DIFFS")
+    if not path or not np.issubdtype(expected.dtype, np.number) or expected.size == 0:
+        return
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    finite = np.isfinite(e)
+    diff = np.abs(a - e)[finite] if finite.any() else np.zeros(1)
+    share = diff / (atol + rtol * np.abs(e[finite])) if finite.any() else np.zeros(1)
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
+    with open(path, "a") as out:
+        out.write(f"{test}\t{what}\t{float(diff.max()):.3g}\t{float(share.max()):.3f}\n")
+
+
 def assert_close(actual, expected, atol=ATOL, rtol=RTOL, what="output"):
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != Keras {expected.shape}"
     assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != Keras {expected.dtype}"
+    record_difference(actual, expected, atol, rtol, what)
     np.testing.assert_allclose(actual, expected, atol=atol, rtol=rtol, err_msg=what)
 
 

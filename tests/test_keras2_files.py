@@ -22,6 +22,7 @@ import pytest
 
 import kerasgl as kg
 from kerasgl.saving.api import sniff_format
+from keras_ref import assert_close
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "keras2")
 ATOL = RTOL = 1e-4
@@ -84,8 +85,7 @@ def predict_and_compare(name: str, filename: str) -> None:
     actual = actual if isinstance(actual, list) else [actual]
     assert len(actual) == len(expected), f"{filename}: {len(actual)} outputs, tf-keras has {len(expected)}"
     for i, (a, e) in enumerate(zip(actual, expected)):
-        assert np.asarray(a).shape == e.shape, f"{filename} output {i}: shape {np.asarray(a).shape} != {e.shape}"
-        np.testing.assert_allclose(a, e, atol=ATOL, rtol=RTOL, err_msg=f"{filename} output {i}")
+        assert_close(a, e, ATOL, RTOL, what=f"{filename} output {i}")
 
 
 def test_every_fixture_is_classified():

@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 
-from keras_ref import assert_matches_keras, keras
+from keras_ref import assert_close, assert_matches_keras, keras
 
 import kerasgl as kg
 from kerasgl import saving
@@ -29,7 +29,7 @@ def _predict_matches_tf_keras(filename: str) -> None:
     data = np.load(os.path.join(DATA, filename.rsplit(".", 1)[0] + ".npz"))
     with kg.load_model(os.path.join(DATA, filename)) as model:
         actual = model.predict(data["input_0"], verbose=0)
-    np.testing.assert_allclose(actual, data["output_0"], atol=ATOL, rtol=RTOL, err_msg=filename)
+    assert_close(actual, data["output_0"], ATOL, RTOL, what=filename)
 
 
 def test_teachable_machine_layout():
@@ -106,14 +106,14 @@ def test_configs_without_later_keras2_options(tmp_path, name):
     data = np.load(os.path.join(DATA, f"{name}.npz"))
     with kg.load_model(path) as model:
         actual = model.predict(data["input_0"], verbose=0)
-    np.testing.assert_allclose(actual, data["output_0"], atol=ATOL, rtol=RTOL)
+    assert_close(actual, data["output_0"], ATOL, RTOL)
 
 
 def test_tf_op_layers_run_without_tensorflow():
     data = np.load(os.path.join(DATA, "tf_op_layers.npz"))
     with kg.load_model(os.path.join(DATA, "tf_op_layers.h5")) as model:
         actual = model.predict([data["input_0"], data["input_1"]], verbose=0)
-    np.testing.assert_allclose(actual, data["output_0"], atol=ATOL, rtol=RTOL)
+    assert_close(actual, data["output_0"], ATOL, RTOL)
 
 
 def test_other_tf_ops_are_refused_by_name(tmp_path):

@@ -10,18 +10,20 @@ float32 rounding, not kerasgl: no float32 implementation summing in another orde
 held to 1e-4 of Keras. For each model this prints the largest |logit|, the largest |float32 -
 float64| and its share of the tests' tolerance (1e-4 + 1e-4 * |logit|; over 1 fails), and with
 --kerasgl the same for kerasgl's float32 (the .keras file) and kerasgl against Keras float32.
+
+Memory: on a 23 GB machine the process was killed for memory on EfficientNetB7 (the float32
+and float64 models of JAX with x64 together); run the others by name, one process each.
 """
 import argparse
 import gc
 import os
-import platform
 import sys
 import tempfile
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "tests"), ROOT]
+sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "scripts"), ROOT]
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
@@ -29,18 +31,8 @@ import numpy as np  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 
 import test_applications as apps  # noqa: E402
+from bench import cpu_model  # noqa: E402
 from keras_ref import ATOL, RTOL, keras  # noqa: E402
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def share(actual, expected):
@@ -92,7 +84,7 @@ def main():
                         help="also run kerasgl on each (.keras) and compare")
     args = parser.parse_args()
     names = args.names or list(apps.APPLICATIONS)
-    print(f"# {cpu_name()}, {os.cpu_count()} CPUs; "
+    print(f"# {cpu_model()}, {os.cpu_count()} CPUs; "
           f"keras {keras.__version__}, jax {jax.__version__}, numpy {np.__version__}")
     print("# (share of the tolerance 1e-4 + 1e-4*|logit| in brackets: over 1 fails)")
     for name in names:

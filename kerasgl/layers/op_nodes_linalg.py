@@ -205,24 +205,26 @@ class TensordotOp(_Product):
 class DotOp(_Product):
     """numpy.dot: the last axis of x1 against the second-to-last of x2 (the last, for a vector)."""
 
+    @staticmethod
+    def contracted_axis(rank_b):
+        return -2 if rank_b >= 2 else -1
+
     def letters(self, bound, ranks):
         ra, rb = ranks
         ta, tb = list(_abc(ra)), list(_abc(rb, ra))
         if ra and rb:
-            tb[-2 if rb >= 2 else -1] = ta[-1]
+            tb[self.contracted_axis(rb)] = ta[-1]
         out = [c for c in ta if c not in tb] + [c for c in tb if c not in ta]
         return ["".join(ta), "".join(tb)], "".join(out)
 
 
 @register_op("Inner")
-class InnerOp(_Product):
-    def letters(self, bound, ranks):
-        ra, rb = ranks
-        ta, tb = list(_abc(ra)), list(_abc(rb, ra))
-        if ra and rb:
-            tb[-1] = ta[-1]
-        out = [c for c in ta if c not in tb] + [c for c in tb if c not in ta]
-        return ["".join(ta), "".join(tb)], "".join(out)
+class InnerOp(DotOp):
+    """numpy.inner: the last axis of x1 against the last of x2."""
+
+    @staticmethod
+    def contracted_axis(rank_b):
+        return -1
 
 
 def _size(shape):

@@ -5,7 +5,7 @@ from .errors import (DisposedError, GLContextError, GPULimitError, InputTypeErro
                      KerasGLError, ModelFileError, ShapeError, UnsupportedLayerError)
 from .gl_dump import gl_objects
 from .model import Model, load_model, load_model_from_json
-from .layers.custom import CustomLayer
+from .layers.custom.custom_layer import CustomLayer
 from .ops.layout import transpose
 from .ops.random import random_normal, random_uniform
 from .ops.reduce import reduce_max, reduce_mean, reduce_min, reduce_sum

@@ -40,7 +40,7 @@ from .tensors.tensor import SPLIT_ADVICE, Tensor, tensor as upload, view
 from .model_api import KerasModelAPI
 from .model_memory import ModelMemory
 from .layers.base import FILE_RULES
-from .layers import custom as custom_layers
+from .layers.custom import custom_layer as custom_layers
 from .saving import layer_rules
 
 # Reading a file asks the layer classes what it needs to know (weight counts, Keras 2 spellings);

@@ -19,13 +19,14 @@ DOC = os.path.join(ROOT, "docs", "layers.md")
 def render() -> str:
     sys.path.insert(0, ROOT)
     from kerasgl.layers import LAYER_CLASSES
-    from kerasgl.layers.op_nodes import OP_CLASSES
+    from kerasgl.keras_ops.node import OP_CLASSES
     from kerasgl.layers.refusals import REFUSED_LAYERS, REFUSED_OPS
 
     def grouped(registry):
+        """(the module's file, its class names), by file: kerasgl/layers/core/dense.py."""
         groups = defaultdict(list)
         for name, cls in registry.items():
-            groups[cls.__module__.rsplit(".", 1)[-1]].append(name)
+            groups[cls.__module__.replace(".", "/") + ".py"].append(name)
         return sorted((module, sorted(names)) for module, names in groups.items())
 
     lines = ["# Supported layers and operations", "",
@@ -35,12 +36,14 @@ def render() -> str:
              "their code is never deserialised or run.", "",
              f"## Keras layers ({len(LAYER_CLASSES)} class names, aliases included)", ""]
     for module, names in grouped(LAYER_CLASSES):
-        lines.append(f"- `kerasgl/layers/{module}.py`: " + ", ".join(names))
+        lines.append(f"- `{module}`: " + ", ".join(names))
     lines += ["", f"## keras.ops operations recorded in Keras 3 graphs ({len(OP_CLASSES)})", "",
               "Keras 3 saves operations applied to symbolic tensors (`x + 3.0`, "
-              "`keras.ops.mean(x, axis=1)`) as graph nodes of module `keras.src.ops.*`.", ""]
+              "`keras.ops.mean(x, axis=1)`) as graph nodes of module `keras.src.ops.*`; kerasgl "
+              "runs each in `kerasgl/keras_ops/`, under the module named for Keras's own "
+              "(numpy, nn, math, linalg, image, core), then by family.", ""]
     for module, names in grouped(OP_CLASSES):
-        lines.append(f"- `kerasgl/layers/{module}.py`: " + ", ".join(names))
+        lines.append(f"- `{module}`: " + ", ".join(names))
     for title, table in (("Keras layer classes refused on purpose", REFUSED_LAYERS),
                          ("keras.ops operations refused on purpose", REFUSED_OPS)):
         lines += ["", f"## {title} ({len(table)})", "",

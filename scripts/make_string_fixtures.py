@@ -15,7 +15,7 @@ reloading gives the same outputs), next to `<name>.npz` holding:
 `manifest.json` lists every fixture: its formats, and for the models kerasgl refuses the words
 the refusal must name (tests/test_string_layers.py reads only these files; no TensorFlow at test
 time). `hash_reference.npz` holds TensorFlow's FarmHash / SipHash / cross_hashed values of strings
-of every length path, which kerasgl/layers/farmhash.py must reproduce bit for bit.
+of every length path, which kerasgl/layers/preprocessing/farmhash.py must reproduce bit for bit.
 `python scripts/make_string_fixtures.py NAME ...` rewrites only the named fixtures (and
 `hash_reference`); inputs and weights are fixed (seeded), so a rerun writes the same values.
 """

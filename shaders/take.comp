@@ -1,5 +1,5 @@
 #version 430
-// keras.ops.take / take_along_axis with indices in a tensor (kerasgl/ops/index_gather.py). The
+// keras.ops.take / take_along_axis with indices in a tensor (kerasgl/ops/word_gather.py). The
 // output is seen as [outer, count, inner] and the input as [outer, axis_len, inner]; output word
 // (o, p, k) is input word (o, j, k) with j = idx[p] (ALONG: j = idx[i], the indices having the
 // output's shape). Negative j in [-axis_len, -1] count from the end; any other j outside

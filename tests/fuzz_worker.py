@@ -123,7 +123,7 @@ def load_and_predict(kg, path: str, inputs: list, result_path: str) -> tuple:
 
 
 def origin(exc: BaseException) -> str:
-    """The innermost kerasgl module the exception passed through ("kerasgl/layers/core.py")."""
+    """The innermost kerasgl module the exception passed through ("kerasgl/layers/core/dense.py")."""
     found = ""
     for frame in traceback.extract_tb(exc.__traceback__):
         parts = frame.filename.replace(os.sep, "/").split("/kerasgl/")

@@ -6,7 +6,7 @@ import pytest
 from keras_ref import assert_matches_keras, keras
 
 import kerasgl as kg
-from kerasgl.layers import activations as kgl_activations
+from kerasgl.layers import activation_functions as kgl_activations
 
 L = keras.layers
 POINTWISE = ["linear", "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "sigmoid",

@@ -1,4 +1,4 @@
-"""Custom layers (kerasgl/layers/custom.py): a Keras model holding a layer class of its author's
+"""Custom layers (kerasgl/layers/custom/custom_layer.py): a Keras model holding a layer class of its author's
 runs when load_model is given a kerasgl class for it (custom_objects), as keras.models.load_model
 does with the Keras class. The transformer block of docs/custom_layers.md is taken from the page
 and run here, in both file formats, against the Keras block it stands for."""

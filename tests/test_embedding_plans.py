@@ -10,7 +10,7 @@ import pytest
 from keras_ref import assert_close, keras, randomize_weights
 
 import kerasgl as kg
-from kerasgl.ops import gather
+from kerasgl.ops import embedding_rows
 from kerasgl.runtime.driver_objects import driver_objects
 
 L = keras.layers
@@ -112,5 +112,5 @@ def test_gather_on_its_own_still_checks_at_once():
     table = kg.tensor(np.arange(12, dtype=np.float32).reshape(4, 3))
     indices = kg.tensor(np.array([0, 9], np.int32))
     with pytest.raises(kg.InputValueError, match="gather_rows: 1 index.*for example 9"):
-        gather.gather_rows(table, indices)
+        embedding_rows.gather_rows(table, indices)
     kg.dispose([table, indices])

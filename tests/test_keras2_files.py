@@ -32,10 +32,10 @@ MUST_MATCH = {
     "two_inputs_shared", "nested_sequential", "hard_sigmoid", "chunked_attrs", "json_model",
     "conv_groups_and_transpose", "hdf5_named_keras", "conv_pool_2d", "conv_pool_1d",
     "merge_and_activations", "batchnorm_variants", "embedding_input_length",
-    # kerasgl/layers/recurrent.py (commit c21f979): time_major, hard_sigmoid recurrences,
+    # kerasgl/layers/rnn/recurrent.py (commit c21f979): time_major, hard_sigmoid recurrences,
     # reset_after=False, unroll, return_state
     "rnn_time_major", "lstm_keras2_defaults",
-    # kerasgl/layers/wrappers.py (commit 14d04d8): inner configs with time_major / groups
+    # kerasgl/layers/rnn/wrappers.py (commit 14d04d8): inner configs with time_major / groups
     "rnn_wrappers", "bidirectional_wrappers", "time_distributed_wrappers",
     # kerasgl/compiler/masks.py (commit 5963d65): Embedding(mask_zero) / Masking into RNNs and pooling
     "masked_sequences",

@@ -10,9 +10,9 @@ from spatial_helpers import (F, assert_branches_match_keras, assert_layer_matche
                              randomized)
 
 import kerasgl as kg
-from kerasgl.layers.convolutional3d import Conv3D
-from kerasgl.layers.pooling3d import MaxPooling3D
-from kerasgl.layers.reshaping3d import Cropping3D, UpSampling3D
+from kerasgl.layers.convolutional.conv3d import Conv3D
+from kerasgl.layers.pooling.pooling3d import MaxPooling3D
+from kerasgl.layers.reshaping.spatial3d import Cropping3D, UpSampling3D
 from kerasgl.ops import pool3d, spatial3d
 from kerasgl.saving.spec import LayerSpec
 

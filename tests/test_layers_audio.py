@@ -1,5 +1,5 @@
-"""Audio layers (layers/audio.py: MelSpectrogram, STFTSpectrogram) and the keras.ops signal
-operations (layers/op_nodes_signal.py: stft, istft, rfft, irfft, fft, fft2, ifft2,
+"""Audio layers (layers/preprocessing/audio.py: MelSpectrogram, STFTSpectrogram) and the keras.ops signal
+operations (keras_ops/math/signal.py: stft, istft, rfft, irfft, fft, fft2, ifft2,
 extract_sequences) against live Keras, on sums of sines with noise in [-1, 1]."""
 import os
 
@@ -56,7 +56,7 @@ def test_mel_spectrogram_keras_defaults(tmp_path):
     """fft_length 2048, stride 512, 128 bands at 16 kHz, in power: the narrow low triangles are
     where Keras's float32 filter bank differs from the exact one by up to 1e-4 of a weight (an
     exact bank misses these powers by 1.1x the tolerance); kerasgl builds it by Keras's float32
-    steps (layers/audio.py mel_matrix): 0.37x."""
+    steps (layers/preprocessing/audio.py mel_matrix): 0.37x."""
     x = keras.Input((8000,))
     model = keras.Model(x, [keras.layers.MelSpectrogram(power_to_db=False)(x),
                             keras.layers.MelSpectrogram()(x)], name="mel_defaults")

@@ -7,7 +7,7 @@ import pytest
 from keras_ref import assert_matches_keras, keras
 
 import kerasgl as kg
-from kerasgl.layers.category_layers import CategoryEncoding, Discretization
+from kerasgl.layers.preprocessing.category import CategoryEncoding, Discretization
 from kerasgl.saving.spec import LayerSpec
 
 L = keras.layers

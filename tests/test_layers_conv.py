@@ -9,7 +9,7 @@ from spatial_helpers import (F, assert_branches_match_keras, assert_layer_matche
                              randomized)
 
 import kerasgl as kg
-from kerasgl.layers.convolutional import Conv2D, DepthwiseConv2D, SeparableConv1D
+from kerasgl.layers.convolutional.conv import Conv2D, DepthwiseConv2D, SeparableConv1D
 
 L = keras.layers
 
@@ -230,7 +230,7 @@ def test_fusions_match_keras_sequence(make):
     expected = np.asarray(model(x))
     spec = layer_spec(conv_layer)
     from kerasgl.layers import LAYER_CLASSES
-    from kerasgl.layers.activations import Pointwise
+    from kerasgl.layers.activation_functions import Pointwise
     ours = LAYER_CLASSES[spec.class_name](spec, 3)
     absorbed = ours.absorb_zero_padding(((0, 1), (1, 1)))
     assert absorbed == (spec.class_name != "Conv2DTranspose")

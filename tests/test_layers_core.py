@@ -5,7 +5,7 @@ import pytest
 from keras_ref import assert_matches_keras, keras
 
 import kerasgl as kg
-from kerasgl.layers.core import Dense
+from kerasgl.layers.core.dense import Dense
 from kerasgl.saving.spec import LayerSpec
 
 L = keras.layers

@@ -9,7 +9,7 @@ from keras_ref import assert_matches_keras, keras
 from spatial_helpers import assert_layer_matches, layer_spec
 
 import kerasgl as kg
-from kerasgl.layers.image_adjust import CLAHE, AutoContrast, IdentityOnImages
+from kerasgl.layers.preprocessing.image_adjust import CLAHE, AutoContrast, IdentityOnImages
 
 L = keras.layers
 

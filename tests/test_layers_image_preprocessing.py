@@ -10,7 +10,7 @@ from keras_ref import assert_matches_keras, keras
 from spatial_helpers import assert_branches_match_keras, assert_layer_matches, layer_spec
 
 import kerasgl as kg
-from kerasgl.layers.image_preprocessing import CenterCrop, Resizing
+from kerasgl.layers.preprocessing.image_preprocessing import CenterCrop, Resizing
 
 L = keras.layers
 

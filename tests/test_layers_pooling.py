@@ -7,7 +7,7 @@ from keras_ref import keras
 from spatial_helpers import assert_branches_match_keras
 
 import kerasgl as kg
-from kerasgl.layers.pooling import MaxPooling2D
+from kerasgl.layers.pooling.pooling import MaxPooling2D
 from kerasgl.ops import pool
 from kerasgl.saving.spec import LayerSpec
 

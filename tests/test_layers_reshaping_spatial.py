@@ -7,7 +7,7 @@ from keras_ref import assert_close, keras
 from spatial_helpers import assert_branches_match_keras
 
 import kerasgl as kg
-from kerasgl.layers.reshaping import Cropping2D, UpSampling2D
+from kerasgl.layers.reshaping.spatial import Cropping2D, UpSampling2D
 from kerasgl.saving.spec import LayerSpec
 
 L = keras.layers
@@ -65,7 +65,7 @@ def test_unsupported_and_bad_shapes():
 def test_pad_from_spec_on_texture():
     layer = L.ZeroPadding2D(((1, 0), (2, 1)))
     x = np.random.default_rng(0).uniform(-1, 1, (2, 3, 4, 5)).astype("float32")
-    from kerasgl.layers.reshaping import ZeroPadding2D
+    from kerasgl.layers.reshaping.spatial import ZeroPadding2D
     ours = ZeroPadding2D(LayerSpec("ZeroPadding2D", "pad", layer.get_config()), 3)
     with kg.tidy():
         y = ours.call(kg.tensor(x, storage="texture"))

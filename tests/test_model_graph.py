@@ -35,7 +35,7 @@ def test_more_op_nodes(tmp_path):
     clipped = ops.clip(ops.negative(act), -1.5, 0.5)
     reduced = ops.max(ops.sqrt(ops.abs(joined)), axis=(1, 2)) - ops.min(ops.log(ops.abs(x) + 1.0), axis=2)[:, 0, :1]
     model = keras.Model(x, [soft, clipped, reduced], name="more_ops")
-    # GetItem (x[:, 0, :1]) runs too (layers/op_nodes_indexing.py).
+    # GetItem (x[:, 0, :1]) runs too (keras_ops/numpy/joining.py).
     assert_matches_keras(model, tmp_path)
 
 
@@ -137,7 +137,10 @@ def test_unsupported_layers_listed_together(tmp_path):
     with pytest.raises(kg.UnsupportedLayerError) as info:
         kg.load_model(path)
     message = str(info.value)
-    for name, cls in (("pinv", "Pinv"), ("my_lambda", "Lambda"), ("pinv_1", "Pinv")):
+    # Keras numbers auto-named operations per session (pinv, pinv_1...): read the names it gave.
+    pinvs = [op.name for op in model.operations if type(op).__name__ == "Pinv"]
+    assert len(pinvs) == 2
+    for name, cls in ((pinvs[0], "Pinv"), ("my_lambda", "Lambda"), (pinvs[1], "Pinv")):
         assert f"'{name}' ({cls})" in message, message
     assert "never deserialises or runs" in message
     assert "fine" not in message

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import kerasgl as kg
-from kerasgl.layers.op_dtypes import binary_result
+from kerasgl.layers.typed_shapes import binary_result
 from keras_ref import assert_matches_keras, keras
 
 ops = keras.ops

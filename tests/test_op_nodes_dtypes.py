@@ -1,4 +1,4 @@
-"""Dtypes through keras.ops graphs (layers/op_dtypes.py): int32 results (argmax, argmin, slices
+"""Dtypes through keras.ops graphs (layers/typed_shapes.py): int32 results (argmax, argmin, slices
 of integer Inputs) come back as Keras's dtype, int32 feeds the ops that take it (one_hot), and an
 int32 tensor reaching an op kerasgl runs on float32 only is refused at load, not at predict."""
 import os

@@ -1,4 +1,4 @@
-"""keras.ops indexing recorded as op nodes (layers/op_nodes_indexing.py) against live Keras:
+"""keras.ops indexing recorded as op nodes (keras_ops/numpy/joining.py) against live Keras:
 basic slicing (GetItem), keras.ops.slice, stack and split; and what load refuses."""
 import os
 

@@ -1,4 +1,4 @@
-"""keras.ops that move, pick or make values, recorded as op nodes (layers/op_nodes_layout.py,
+"""keras.ops that move, pick or make values, recorded as op nodes (keras_ops/numpy/rearranging.py,
 op_nodes_layout_values.py), against live Keras in both formats; and what load refuses."""
 import os
 

@@ -1,5 +1,5 @@
 """keras.ops elementwise maths, statistics and reductions beyond op_nodes_math.py
-(layers/op_nodes_math_extra.py, op_nodes_stats.py) against live Keras in both formats, including
+(keras_ops/numpy/elementwise_math.py, op_nodes_stats.py) against live Keras in both formats, including
 the hard ranges (large arguments of the trigonometric and hyperbolic functions, erfinv near +-1,
 tiny arguments, NaN and inf where Keras gives them); refusals at load."""
 import os

@@ -1,4 +1,4 @@
-"""The last keras.ops families (layers/op_nodes_bitwise.py, op_nodes_scatter.py): bitwise ops,
+"""The last keras.ops families (keras_ops/numpy/bitwise.py, op_nodes_scatter.py): bitwise ops,
 shifts, gcd / lcm, isclose, isin, angle / isreal of real tensors, saturate_cast, array,
 unravel_index and cdist against live Keras; the refused ones refused at load, naming why."""
 import os

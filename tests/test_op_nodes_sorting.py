@@ -1,4 +1,4 @@
-"""keras.ops that sort or rank, recorded as op nodes (layers/op_nodes_sorting.py), against live
+"""keras.ops that sort or rank, recorded as op nodes (keras_ops/numpy/sorting.py), against live
 Keras: sort / argsort / top_k / argpartition (ties, NaN, -0, inf, int32), the quantile family
 with every method, searchsorted / digitize; and the operations refused at load."""
 import os

@@ -1,8 +1,8 @@
 """Keras's lookup and text layers (StringLookup, IntegerLookup, TextVectorization) run on the
-CPU before the upload (kerasgl/compiler/host_stage.py, kerasgl/layers/lookup_layers.py), against
+CPU before the upload (kerasgl/compiler/host_stage.py, kerasgl/layers/preprocessing/lookup.py), against
 the outputs Keras 3.15.1 (TensorFlow backend) computed, committed in tests/data/strings/ by
 scripts/make_string_fixtures.py (these layers need TensorFlow, which the test venv lacks); and
-Hashing, HashedCrossing and hashed OOV indices (kerasgl/layers/farmhash.py) with TensorFlow's
+Hashing, HashedCrossing and hashed OOV indices (kerasgl/layers/preprocessing/farmhash.py) with TensorFlow's
 own hashes. Refusals: the fixtures Keras wrote, and fixtures with an option edited in."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import kerasgl as kg
-from kerasgl.layers import farmhash
+from kerasgl.layers.preprocessing import farmhash
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "strings")
 with open(os.path.join(DATA, "manifest.json")) as f:

@@ -504,7 +504,7 @@ def test_binary_vec4_scalar_operands_match_numpy_exactly(shape, storage):
                                     ((3, 5), (3, 5))])
 def test_binary_vec4_fused_activation_matches_unfused(shapes):
     """The ACT epilogue (Add+ReLU of a residual block) gives what binary then relu gives."""
-    from kerasgl.layers.activations import Pointwise
+    from kerasgl.layers.activation_functions import Pointwise
     from kerasgl.ops import elementwise
     a = rng.standard_normal(shapes[0]).astype(np.float32)
     b = rng.standard_normal(shapes[1]).astype(np.float32)

@@ -30,7 +30,7 @@ def is_shape(value) -> bool:
 
 def output_list(shape_or_shapes) -> list[tuple]:
     """compute_output_shape's result as a list of shapes (one per output tensor)."""
-    # tuple subclasses stay as they are: layers/op_dtypes.py's TypedShape carries a dtype.
+    # tuple subclasses stay as they are: layers/typed_shapes.py's TypedShape carries a dtype.
     if is_shape(shape_or_shapes):
         return [shape_or_shapes if isinstance(shape_or_shapes, tuple) else tuple(shape_or_shapes)]
     if isinstance(shape_or_shapes, (list, tuple)) and all(is_shape(s) for s in shape_or_shapes):

@@ -11,8 +11,8 @@ import numpy as np
 
 from .arguments import refs_in
 from ..layers.base import Layer
-from ..layers.op_dtypes import typed
-from ..layers.op_nodes import BroadcastingOp, OpNode
+from ..layers.typed_shapes import typed
+from ..keras_ops.node import BroadcastingOp, OpNode
 from ..saving.spec import LayerSpec, TensorRef
 from ..tensors.tensor import view
 

@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from .. import settings
 from ..errors import KerasGLError
 from ..layers.base import MASK_FACTS, Layer
-from ..layers.input_layer import InputLayer
-from ..layers.op_nodes import OpNode, Symbolic
+from ..layers.core.input_layer import InputLayer
+from ..keras_ops.node import OpNode, Symbolic
 from ..saving.spec import TensorRef
 from ..tensors.tensor import view
 from .arguments import map_refs, output_list, refs_in

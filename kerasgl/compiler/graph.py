@@ -17,11 +17,11 @@ from .layer_errors import about_layer
 from .arguments import format_shape, is_shape, map_refs, output_list, refs_in  # noqa: F401
 from ..errors import ModelFileError, ShapeError, UnsupportedLayerError
 from ..layers import LAYER_CLASSES
-from ..layers import custom as custom_layers
+from ..layers.custom import custom_layer as custom_layers
 from ..layers.base import Layer, Weightless, declare_file_rules
-from ..layers.input_layer import InputLayer
-from ..layers.op_dtypes import dtype_of, typed
-from ..layers.op_nodes import OP_CLASSES, OpNode, Symbolic, is_op_module
+from ..layers.core.input_layer import InputLayer
+from ..layers.typed_shapes import dtype_of, typed
+from ..keras_ops.node import OP_CLASSES, OpNode, Symbolic, is_op_module
 from ..layers.refusals import REFUSED_LAYERS, REFUSED_OPS
 from ..ops.typed import bools_as_float
 from ..plans.recorder import current_layer
@@ -192,7 +192,7 @@ class Graph:
                              f"received {len(input_shapes)}.")
         fusion.fuse_once(self, input_shapes)    # before any build: folding changes the weights
         dtypes = [getattr(self.layers.get(ref.layer), "dtype", "float32") for ref in self.input_refs]
-        shapes = {ref: typed(shape, dtype)     # op nodes read the inputs' dtypes (op_dtypes.py)
+        shapes = {ref: typed(shape, dtype)     # op nodes read the inputs' dtypes (layers/typed_shapes.py)
                   for ref, shape, dtype in zip(self.input_refs, input_shapes, dtypes)}
         for node in self.nodes:
             if node.output_ref() in shapes and not node.refs:
@@ -324,7 +324,7 @@ def make_layer(spec: LayerSpec, keras_major: int, problems: list[str]) -> Layer 
     if spec.class_name == "Lambda":
         problems.append(f"{where}: {LAMBDA_EXPLANATION}.")
         return None
-    if spec.class_name == "SlicingOpLambda":       # TFOpLambda: layers/tf_op_layers.py
+    if spec.class_name == "SlicingOpLambda":       # TFOpLambda: layers/tf_ops/tf_op_lambda.py
         problems.append(f"{where}: {TF_OP_EXPLANATION}.")
         return None
     if spec.inner is not None:

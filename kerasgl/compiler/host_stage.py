@@ -1,6 +1,6 @@
 """The host stage: layers that run on the CPU with numpy before the upload (strings do not live
-on a GPU; layers/lookup_layers.py's StringLookup, IntegerLookup, TextVectorization, and
-layers/hashing_layers.py's Hashing, HashedCrossing).
+on a GPU; layers/preprocessing/lookup.py's StringLookup, IntegerLookup, TextVectorization, and
+layers/preprocessing/hashing.py's Hashing, HashedCrossing).
 
 At load, `split(graph)` cuts the graph after the host layers (`runs_on_host = True`): each must
 be called on model inputs or on other host layers' outputs (refused at load otherwise, as is a

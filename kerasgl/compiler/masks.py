@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import UnsupportedLayerError
-from ..layers.op_nodes import OpNode
+from ..keras_ops.node import OpNode
 from ..saving.spec import TensorRef
 from ..tensors import ownership
 from ..tensors.tensor import view

@@ -1,56 +1,24 @@
-"""Keras layers, one class per Keras class_name, grouped by family as Keras groups them.
-Importing this package registers every layer family in LAYER_CLASSES."""
+"""Keras layers, one class per Keras class_name, in folders by Keras family as keras/src/layers
+has them (core, activations, convolutional, pooling, normalization, merging, reshaping, rnn,
+attention, preprocessing, regularization), plus kerasgl's own: applications (layers that
+keras.applications defines), tf_ops (TensorFlow operations tf.keras recorded as layers) and custom
+(layers users write). The base class and the registry from class_name to class are in base.py;
+importing this package registers every family in LAYER_CLASSES.
+
+keras.ops operations recorded in Keras 3 graphs are not layers: they are in kerasgl/keras_ops/.
+"""
 from .base import LAYER_CLASSES, Layer, register  # noqa: F401
-from . import input_layer  # noqa: F401,E402
-from . import op_nodes  # noqa: F401,E402
-from . import op_nodes_float  # noqa: F401,E402
-from . import op_nodes_typed  # noqa: F401,E402
-from . import op_nodes_math  # noqa: F401,E402
-from . import op_nodes_indexing  # noqa: F401,E402
-from . import op_nodes_indices  # noqa: F401,E402
 from . import core  # noqa: F401,E402
+from . import activations  # noqa: F401,E402
 from . import regularization  # noqa: F401,E402
-from . import advanced_activations  # noqa: F401,E402
 from . import merging  # noqa: F401,E402
 from . import normalization  # noqa: F401,E402
 from . import preprocessing  # noqa: F401,E402
-from . import embedding  # noqa: F401,E402
 from . import convolutional  # noqa: F401,E402
 from . import pooling  # noqa: F401,E402
 from . import reshaping  # noqa: F401,E402
-from . import convolutional3d  # noqa: F401,E402
-from . import pooling3d  # noqa: F401,E402
-from . import reshaping3d  # noqa: F401,E402
-from . import recurrent  # noqa: F401,E402
+from . import rnn  # noqa: F401,E402
 from . import attention  # noqa: F401,E402
-from . import multi_head_attention  # noqa: F401,E402
-from . import wrappers  # noqa: F401,E402
-from . import masking  # noqa: F401,E402
-from . import einsum_dense  # noqa: F401,E402
-from . import normalization_extra  # noqa: F401,E402
-from . import structural  # noqa: F401,E402
-from . import adaptive_pooling  # noqa: F401,E402
-from . import reversible_embedding  # noqa: F401,E402
-from . import grouped_query_attention  # noqa: F401,E402
-from . import application_layers  # noqa: F401,E402
-from . import tf_op_layers  # noqa: F401,E402
-from . import conv_recurrent  # noqa: F401,E402
-from . import image_preprocessing  # noqa: F401,E402
-from . import category_layers  # noqa: F401,E402
-from . import image_adjust  # noqa: F401,E402
-from . import op_nodes_image  # noqa: F401,E402
-from . import op_nodes_image_sampling  # noqa: F401,E402
-from . import audio  # noqa: F401,E402
-from . import op_nodes_signal  # noqa: F401,E402
-from . import op_nodes_layout  # noqa: F401,E402
-from . import op_nodes_sorting  # noqa: F401,E402
-from . import op_nodes_layout_values  # noqa: F401,E402
-from . import op_nodes_layout_ranges  # noqa: F401,E402
-from . import op_nodes_linalg  # noqa: F401,E402
-from . import op_nodes_nn  # noqa: F401,E402
-from . import op_nodes_norms  # noqa: F401,E402
-from . import lookup_layers  # noqa: F401,E402
-from . import hashing_layers  # noqa: F401,E402
-from . import op_nodes_math_extra  # noqa: F401,E402
-from . import op_nodes_stats  # noqa: F401,E402
-from . import op_nodes_bitwise, op_nodes_scatter, op_nodes_fold, recurrent_cells  # noqa: F401,E402
+from . import applications  # noqa: F401,E402
+from . import tf_ops  # noqa: F401,E402
+from . import custom  # noqa: F401,E402

@@ -158,7 +158,7 @@ def axes(layer, key: str, default=REQUIRED) -> int | tuple[int, ...]:
 
 def activation(layer, key: str = "activation", default=None):
     """An activation as configs store it: a name, null, or a serialized dict (its name is read
-    by layers/activations.py, which refuses the ones kerasgl does not know)."""
+    by layers/activation_functions.py, which refuses the ones kerasgl does not know)."""
     value = raw(layer, key, default)
     if value is None or isinstance(value, str):
         return value

@@ -29,7 +29,7 @@ def local_size() -> int:
 
 @dataclass(frozen=True)
 class Pointwise:
-    """Duck type of kerasgl.layers.activations.Pointwise: ops take any object with these fields."""
+    """Duck type of kerasgl.layers.activation_functions.Pointwise: ops take any object with these fields."""
     function: str = "act_linear"
     params: tuple = ()
 

@@ -1,6 +1,6 @@
 """Checks whose answer the GPU writes during a call and the CPU reads once, at the call's end.
 
-An op that must refuse bad data it cannot see on the CPU (an Embedding's indices: ops/gather.py)
+An op that must refuse bad data it cannot see on the CPU (an Embedding's indices: ops/embedding_rows.py)
 has its shader count the bad values into a small flag buffer, [count, an example]. Reading that
 buffer right after the dispatch would be a read-back in the middle of predict, which no execution
 plan can replay (plans/recorder.py), so inside `collecting()` (predict's graph runs in one: see

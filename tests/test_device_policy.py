@@ -52,7 +52,7 @@ np.save(sys.argv[3], outs[-1])
 moved = [t for t in os.listdir("/proc/self/task") if os.sched_getaffinity(int(t)) != mask]
 print(json.dumps({"policy": context.policy().name, "called": sorted(called),
                   "status": plan.status, "placement": plan.placement, "hooks": hooks is not None,
-                  "threads": info.llvmpipe_threads, "pinned": list(info.llvmpipe_pinned),
+                  "threads": info.compute_threads, "pinned": list(info.pinned_cpus),
                   "moved_threads": len(moved),
                   "same": all(np.array_equal(o, outs[0]) for o in outs)}))
 """

@@ -49,10 +49,10 @@ def test_no_new_threads_means_nothing_is_pinned():
                            "is pinned; the subprocess test below covers the other settings)")
 def test_the_context_pinned_one_worker_per_cpu():
     info = kg.info()
-    workers = info.llvmpipe_threads
+    workers = info.compute_threads
     # A one-group dispatch leaves them huddled on one CPU (worker_placement.py): send them home.
     worker_placement.spread()
-    assert info.llvmpipe_pinned == tuple(CPUS[:workers])
+    assert info.pinned_cpus == tuple(CPUS[:workers])
     # The driver's threads as /proc shows them: as many single-CPU threads as workers, one per CPU.
     single = sorted(cpu for tid in llvmpipe_threads.thread_names()
                     for cpu in [os.sched_getaffinity(tid)] if len(cpu) == 1)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import kerasgl as kg
-from kerasgl.runtime import tuning
+from kerasgl import devices, settings
+from kerasgl.runtime import context, tuning
 from kerasgl.ops import conv, matmul as mm
 
 VARIANTS = ["conv_weights_image=0,conv_input_image=0,matmul_views=0,matmul_as_conv=0,window_views=0,depthwise_views=0,elementwise_views=0",
@@ -133,9 +134,16 @@ def test_keras_conv_model_in_both_weight_layouts(monkeypatch, tmp_path):
 
 
 # -- the settings and their cache ---------------------------------------------------------------
-def test_defaults_follow_the_renderer():
-    assert tuning.defaults_for("llvmpipe (LLVM 15.0.6, 256 bits)").conv_weights_image
-    assert tuning.defaults_for("NVIDIA H200/PCIe/SSE2") == tuning.Tuning()
+def test_defaults_come_from_the_device_policy():
+    """The per-driver tables live behind the device seam: llvmpipe's policy hands down its
+    measured variants; the plain policy (every other driver, and any driver under
+    KERASGL_DEVICE_POLICY=plain) keeps Tuning's generic GPU defaults."""
+    llvmpipe = devices.policy_for("llvmpipe (LLVM 15.0.6, 256 bits)")
+    assert tuning.defaults_for(llvmpipe).conv_weights_image
+    assert tuning.defaults_for(llvmpipe).conv_local_size == 8
+    assert tuning.defaults_for(devices.policy_for("NVIDIA H200/PCIe/SSE2")) == tuning.Tuning()
+    with settings.override(device_policy="plain"):
+        assert tuning.defaults_for(devices.policy_for("llvmpipe (LLVM 15.0.6)")) == tuning.Tuning()
 
 
 def test_environment_overrides_and_bad_values_are_ignored(monkeypatch):
@@ -163,7 +171,7 @@ def test_unwritable_or_corrupt_cache_is_harmless(monkeypatch, tmp_path):
     """Neither a cache that cannot be written nor one that cannot be read changes the settings:
     both leave the renderer's defaults (no KERASGL_TUNING override here), and neither raises."""
     monkeypatch.delenv(tuning.ENV, raising=False)
-    defaults = tuning.defaults_for(kg.info().renderer)
+    defaults = tuning.defaults_for(context.policy())
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))   # kerasgl/ cannot be made under a file

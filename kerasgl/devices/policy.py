@@ -5,6 +5,10 @@ The core calls a policy at a few named points and nowhere else decides anything 
 
     context_created(facts)         once, just after the GL context is made (runtime/context.py)
     compute_threads(), pinned_cpus()   what `kerasgl info` reports about the driver's threads
+    driver_notes()                 lines `kerasgl info` prints about what the policy does
+    tuning_defaults()              the kernel variants this driver runs by default, measured on
+                                   it (runtime/tuning.py's Tuning fields -> values; {} keeps the
+                                   generic GPU defaults)
     dispatch(run, groups)          every eager dispatch: run(*groups) is the program's dispatch
                                    (ops/dispatch.py)
     plan_built(steps)              once per execution plan: returns the PlanReplay that runs the
@@ -76,6 +80,15 @@ class DevicePolicy:
     def pinned_cpus(self) -> tuple:
         """The CPUs kerasgl pinned the driver's threads to (() when it pinned nothing)."""
         return ()
+
+    def driver_notes(self) -> tuple:
+        """Lines for `kerasgl info` about what this policy does with the driver (() for none)."""
+        return ()
+
+    def tuning_defaults(self) -> dict:
+        """Kernel-variant choices (runtime/tuning.Tuning field -> value) measured for this driver;
+        the plain policy keeps the generic GPU defaults of Tuning itself."""
+        return {}
 
     def dispatch(self, run, groups: tuple) -> None:
         run(*groups)

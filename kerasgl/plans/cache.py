@@ -56,7 +56,7 @@ class PlanInfo:
         return (f"input {shapes}: planned, {self.dispatches} dispatches, {self.shared_buffers} "
                 f"shared buffers of {_mb(self.planned_bytes)} (peak live {_mb(self.peak_live_bytes)}"
                 f"; naive sum {_mb(self.naive_bytes)}, {ratio:.1%})"
-                + (f"; llvmpipe workers: {self.placement}" if self.placement else ""))
+                + (f"; driver threads: {self.placement}" if self.placement else ""))
 
 
 def _mb(n: int) -> str:

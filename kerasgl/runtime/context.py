@@ -147,27 +147,21 @@ class Info:
     glsl_version: str
     egl_device: int
     limits: Limits
-    # llvmpipe only (None elsewhere): the threads its compute dispatches run on (0 = inline),
-    # and the CPUs they were pinned to (kerasgl/devices/llvmpipe/threads.py; () = not pinned),
-    # as the device policy reports them.
-    llvmpipe_threads: int | None = None
-    llvmpipe_pinned: tuple = ()
+    # As the device policy reports them (devices/policy.py): the CPU threads the driver's compute
+    # dispatches run on, where known (None elsewhere; 0 = inline), the CPUs they were pinned to
+    # (() = not pinned), and what the policy does, in words for `kerasgl info`.
+    compute_threads: int | None = None
+    pinned_cpus: tuple = ()
+    driver_notes: tuple = ()
 
     def __str__(self) -> str:
         lim = self.limits
-        threads = [] if self.llvmpipe_threads is None else [
-            f"llvmpipe threads: {self.llvmpipe_threads}"
-            + (" (inline: each dispatch runs on the calling thread)" if self.llvmpipe_threads == 0
-               else f", pinned to CPUs {', '.join(map(str, self.llvmpipe_pinned))}; huddled on the "
-                    "caller's CPU for small dispatches"
-               if self.llvmpipe_pinned else ", not pinned")
-            + " (docs/performance.md)"]
         return "\n".join([
             f"vendor:    {self.vendor}",
             f"renderer:  {self.renderer}",
             f"version:   {self.version} (GLSL {self.glsl_version})",
             f"device:    EGL device {self.egl_device}",
-            *threads,
+            *self.driver_notes,
             f"max SSBO block size:       {lim.max_ssbo_block_bytes} bytes",
             f"max SSBO bindings:         {lim.max_ssbo_bindings}",
             f"max texture size:          {lim.max_texture_size}",
@@ -212,7 +206,8 @@ def info() -> Info:
         version=ctx.info["GL_VERSION"],
         glsl_version=driver().get_string(0x8B8C),  # GL_SHADING_LANGUAGE_VERSION
         egl_device=_requested_device() or 0, limits=limits(),
-        llvmpipe_threads=_policy.compute_threads(), llvmpipe_pinned=_policy.pinned_cpus())
+        compute_threads=_policy.compute_threads(), pinned_cpus=_policy.pinned_cpus(),
+        driver_notes=_policy.driver_notes())
 
 
 # glObjectLabel's identifier for each kind of GLObject: GL_BUFFER, GL_TEXTURE, GL_PROGRAM.

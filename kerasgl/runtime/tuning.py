@@ -6,7 +6,8 @@ Every choice made here selects among variants that compute the same values in th
 results do not depend on the device's tuning beyond float rounding of the driver itself.
 
 Choices come from three places, later ones winning:
-1. defaults by renderer family (`_DEFAULTS`), measured on the devices named there;
+1. the device policy's defaults (devices/: the plain policy keeps Tuning's own, chosen for GPUs;
+   a driver's policy hands down the values measured on it, e.g. llvmpipe's);
 2. a per-device JSON file under `$XDG_CACHE_HOME/kerasgl/` (default `~/.cache/kerasgl/`), keyed
    by renderer and GL version, written by a short measurement of the variants on the device
    (kerasgl/autotune.py: `kerasgl tune` from the shell); never required: an unreadable or
@@ -14,13 +15,8 @@ Choices come from three places, later ones winning:
 3. the setting KERASGL_TUNING (kerasgl/settings.py: the environment variable, or an override),
    e.g. `conv_weights_image=0,conv_input_image=0` (what the tests use to run every variant).
 
-Why image loads on llvmpipe: Mesa's llvmpipe loads a shader storage buffer lane by lane and
-component by component, with a bounds check and a branch each, while an image load of an RGBA32F
-texel is one gather per lane. Kernels read through texture-buffer views of the same buffers
-(kerasgl/runtime/buffer_views.py: no copy). Measured on a 2-core AVX2 machine, CPU-time based GFLOP/s,
-conv 1x1 as a 1024^3 GEMM when the views were images filled by a copy: weights and input from
-buffers 35, weights from an image 51, both from images 71; matmul.comp at 1024^3, wall clock:
-16.6 from buffers, 36.5 through views.
+Why a driver's defaults differ, and the figures behind them, is said where they are declared
+(kerasgl/devices/llvmpipe/policy.py for llvmpipe).
 """
 from __future__ import annotations
 
@@ -48,29 +44,22 @@ class Tuning:
     conv_pix: int = 16                 # most output pixels per convolution invocation
     conv_cout_vec: int = 8             # most vec4s of output channels per invocation
     conv_local_size: int = 16          # lanes per work group of the convolution kernels
-    # Packed convolution weights never 2^k vec4s long (one unread vec4 appended): llvmpipe
-    # compiles a second variant of a program for images whose width is a power of two
-    # (ops/conv.not_power_of_two_texels; ~1.9 s of ResNet50's cold first predict there).
+    # Packed convolution weights never 2^k vec4s long (one unread vec4 appended): for a driver
+    # that compiles a second variant of a program for power-of-two image widths
+    # (ops/conv.not_power_of_two_texels).
     conv_weights_not_power_of_two: bool = False
 
-
-# Renderer substring (lower case) -> settings. First match wins.
-_DEFAULTS = (
-    ("llvmpipe", Tuning(conv_weights_image=True, conv_input_image=True, matmul_views=True,
-                        window_views=True, depthwise_views=True, elementwise_views=True,
-                        matmul_as_conv=True, conv_local_size=8,
-                        conv_weights_not_power_of_two=True)),
-)
 
 _current: Tuning | None = None
 _overridden: dict = {}
 
 
 def device_key() -> str:
-    """'renderer | GL version' (and llvmpipe's thread count): what a measured choice is valid
-    for. Inline llvmpipe (LP_NUM_THREADS=0) has no per-dispatch wait, so it may choose differently."""
+    """'renderer | GL version' (and the driver's compute thread count, where the policy knows it):
+    what a measured choice is valid for. A software driver run inline (0 threads) has no
+    per-dispatch wait, so it may choose differently."""
     info = context.info()
-    threads = "" if info.llvmpipe_threads is None else f" | {info.llvmpipe_threads} threads"
+    threads = "" if info.compute_threads is None else f" | {info.compute_threads} threads"
     return f"{info.renderer} | {info.version}{threads}"
 
 
@@ -111,19 +100,17 @@ def _parse_env(text: str) -> dict:
     return values
 
 
-def defaults_for(renderer: str) -> Tuning:
-    lowered = renderer.lower()
-    for needle, tuning in _DEFAULTS:
-        if needle in lowered:
-            return tuning
-    return Tuning()
+def defaults_for(policy) -> Tuning:
+    """The variants a device policy (devices/) runs by default: Tuning's own, chosen for GPUs,
+    with the values the policy measured on its driver."""
+    return _apply(Tuning(), policy.tuning_defaults())
 
 
 def current() -> Tuning:
     """The settings for the device kerasgl runs on (computed once per process)."""
     global _current
     if _current is None:
-        tuning = defaults_for(context.info().renderer)
+        tuning = defaults_for(context.policy())
         cached = _read_cache().get(device_key())
         if isinstance(cached, dict):
             tuning = _apply(tuning, cached)

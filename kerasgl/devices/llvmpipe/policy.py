@@ -11,6 +11,23 @@ from ..policy import ContextFacts, DevicePolicy, Placement, PlanReplay
 from . import compile_ahead, placement, threads
 
 
+# The kernel variants llvmpipe runs by default (runtime/tuning.py's Tuning fields), measured on a
+# 2-core AVX2 machine. Why image loads: llvmpipe loads a shader storage buffer lane by lane and
+# component by component, with a bounds check and a branch each, while an image load of an
+# RGBA32F texel is one gather per lane, so kernels read through texture-buffer views of the same
+# buffers (runtime/buffer_views.py: no copy). CPU-time GFLOP/s, conv 1x1 as a 1024^3 GEMM: weights
+# and input from buffers 35, weights from an image 51, both from images 71; matmul.comp at
+# 1024^3, wall clock: 16.6 from buffers, 36.5 through views. Work groups of 8 lanes match its
+# 8-wide SIMD; packed convolution weights are never 2^k vec4s long because llvmpipe compiles a
+# second variant of a program for images whose width is a power of two (~1.9 s of ResNet50's
+# cold first predict there).
+TUNING_DEFAULTS = {
+    "conv_weights_image": True, "conv_input_image": True, "matmul_views": True,
+    "window_views": True, "depthwise_views": True, "elementwise_views": True,
+    "matmul_as_conv": True, "conv_local_size": 8, "conv_weights_not_power_of_two": True,
+}
+
+
 class LlvmpipePolicy(DevicePolicy):
     name = "llvmpipe"
     # Whether the workers can be moved (placement.available()): known once they are pinned, which
@@ -26,6 +43,20 @@ class LlvmpipePolicy(DevicePolicy):
 
     def pinned_cpus(self) -> tuple:
         return threads.pinned_cpus()
+
+    def driver_notes(self) -> tuple:
+        count, pinned = self.compute_threads(), self.pinned_cpus()
+        if count == 0:
+            where = " (inline: each dispatch runs on the calling thread)"
+        elif pinned:
+            where = (f", pinned to CPUs {', '.join(map(str, pinned))}; huddled on the caller's "
+                     "CPU for small dispatches")
+        else:
+            where = ", not pinned"
+        return (f"llvmpipe threads: {count}{where} (docs/performance.md)",)
+
+    def tuning_defaults(self) -> dict:
+        return dict(TUNING_DEFAULTS)
 
     def dispatch(self, run, groups: tuple) -> None:
         if groups == (1, 1, 1) and self.placing:
@@ -119,4 +150,4 @@ class PlacementReplay(PlanReplay):
         return placed
 
 
-__all__ = ["LlvmpipePolicy", "PlacementReplay", "SpreadReplay"]
+__all__ = ["LlvmpipePolicy", "PlacementReplay", "SpreadReplay", "TUNING_DEFAULTS"]

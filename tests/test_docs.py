@@ -1,5 +1,6 @@
-"""The examples of docs/memory.md and README.md's tour run, in order, as one fresh script each (as a
-reader would run them), print what their comments say, and leave nothing behind."""
+"""The examples of docs/memory.md, docs/quickstart.md and README.md's tour run, each block on its own
+(as a reader pasting one block would run it: a fresh namespace per block, in one process), print
+what their comments say, and leave nothing behind."""
 import os
 import re
 import subprocess
@@ -16,9 +17,9 @@ document = sys.argv[1]
 text = open(document, encoding="utf-8").read()
 blocks = re.findall(r"^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
 assert blocks, "no python examples"
-namespace = {"__name__": "__main__"}
 for number, block in enumerate(blocks, 1):
-    exec(compile(block, f"{document} (example {number})", "exec"), namespace)
+    # A fresh namespace per block: each must run pasted alone (its own imports and data).
+    exec(compile(block, f"{document} (example {number})", "exec"), {"__name__": "__main__"})
 print("LIVE TENSORS AT THE END:", kg.memory().num_tensors)
 '''
 
@@ -41,7 +42,7 @@ def test_memory_guide_examples_print_what_they_say():
     assert "caught: something went wrong" in out
     assert "leaked tensors: 400" in out
     assert "4 live tensor(s), 776 bytes:" in out
-    assert re.search(r"3 created at docs/memory.md \(example \d+\):2 in load_batch: 3x \[8, 8\]", out)
+    assert re.search(r"3 created at docs/memory.md \(example \d+\):\d+ in load_batch: 3x \[8, 8\]", out)
     assert re.search(r"1 created at docs/memory.md \(example \d+\):\d+ in <module>: \[2\]", out)
     assert "GL_MAX_SHADER_STORAGE_BLOCK_SIZE = " in out
 

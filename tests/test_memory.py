@@ -1,6 +1,8 @@
 """Memory management semantics: dispose, tidy (its forms, nesting, returns, exceptions), keep,
 memory() exactness, freeing without the garbage collector (checked with the driver), leak
 tracking and the no_leaks fixture, a 10,000-iteration loop, the context's thread and device."""
+import collections
+import dataclasses
 import gc
 import os
 import subprocess
@@ -12,6 +14,7 @@ import numpy as np
 import pytest
 
 import kerasgl as kg
+from kerasgl.demo import data_path
 from kerasgl.runtime import context, objects
 from kerasgl.tensors import ownership
 from kerasgl.runtime.driver_objects import driver_objects, is_live, mismatches
@@ -100,7 +103,7 @@ def test_tidy_function_form_returns_survive():
 
 
 def test_tidy_decorator_and_zero_argument_function():
-    @kg.tidy
+    @kg.tidy()
     def double(x):
         tmp = x + 0
         return tmp * 2
@@ -122,36 +125,107 @@ def test_tidy_decorator_and_zero_argument_function():
     kg.dispose([x, y, z, w])
 
 
-def test_tidy_decorates_functions_whose_parameters_all_have_defaults():
-    """@kg.tidy never calls the function it decorates, whatever its parameters: a function of
-    defaulted (or no) parameters is decorated like any other, and runs in a scope when called."""
+def test_tidy_runs_its_function_now_as_tf_tidy_does():
+    """The memory guide's own form: `result = tidy(() => {...; return c})` runs at once and its
+    loop body runs every time (a function passed alone is called, never decorated)."""
     calls = []
 
-    @kg.tidy
-    def scaled(x=None, scale=2.0, *rest, **options):
+    def make():
+        calls.append("make")
+        kg.zeros([8])                      # not returned: freed at once
+        return kg.ones([2]) * 3
+
+    before = live_ids()
+    result = kg.tidy(make)
+    assert calls == ["make"] and isinstance(result, kg.Tensor)
+    assert live_ids() - before == {id(result)} and np.array_equal(result.numpy(), [3, 3])
+    with kg.load_model(data_path("digits_cnn.keras")) as model:
+        steady = kg.memory().num_tensors
+        for i in range(100):               # the guide's loop: a fresh input and output each time
+            def step():
+                inputs = kg.random_normal([1, 8, 8, 1], seed=i)
+                output = model.predict(inputs)
+                output.dispose()
+            kg.tidy(step)
+        assert kg.memory().num_tensors == steady
+    result.dispose()
+
+
+def test_tidy_decorates_only_when_asked():
+    """@kg.tidy() and @kg.tidy.wrap decorate; a bare @kg.tidy is kg.tidy(f): it would call f at
+    the definition, and for a function that needs arguments it says how to decorate instead."""
+    calls = []
+
+    @kg.tidy()
+    def scaled(x=None, scale=2.0):
         calls.append("scaled")
         x = kg.ones([4]) if x is None else x
         return (x + 1) * scale
 
-    @kg.tidy
-    def fresh():
-        calls.append("fresh")
-        kg.zeros([8])              # not returned: freed when the call ends
-        return kg.ones([2]) * 3
-
-    assert calls == [] and callable(scaled) and callable(fresh)
-    assert scaled.__name__ == "scaled" and fresh.__name__ == "fresh"
-    assert kg.tidy(fresh) is not fresh and callable(kg.tidy(fresh))   # alone: decorated, not run
-    assert calls == []
+    assert calls == [] and scaled.__name__ == "scaled"
     zero = kg.zeros([4])
     before = live_ids()
-    a, b, c = scaled(), scaled(zero, scale=5.0), fresh()
-    assert calls == ["scaled", "scaled", "fresh"]
-    assert live_ids() - before == {id(a), id(b), id(c)}
-    np.testing.assert_array_equal(a.numpy(), np.full(4, 4.0))
-    np.testing.assert_array_equal(b.numpy(), np.full(4, 5.0))
-    np.testing.assert_array_equal(c.numpy(), np.full(2, 3.0))
-    kg.dispose([zero, a, b, c])
+    a, b = scaled(), scaled(zero, scale=5.0)
+    assert calls == ["scaled", "scaled"] and live_ids() - before == {id(a), id(b)}
+    np.testing.assert_array_equal(b.numpy(), [5, 5, 5, 5])
+    with pytest.raises(kg.InputTypeError, match=r"@kg\.tidy\(\) or @kg\.tidy\.wrap"):
+        @kg.tidy
+        def needs(x):
+            return x + 1
+    kg.dispose([zero, a, b])
+
+
+def test_tidy_returns_survive_in_any_container():
+    """What a user returns survives wherever it sits: namedtuples, dataclasses, sets, objects'
+    attributes and nested mixtures; everything else made inside is freed."""
+    Pair = collections.namedtuple("Pair", "low high")
+
+    @dataclasses.dataclass
+    class Stats:
+        mean: object
+        extra: dict
+
+    class Holder:
+        def __init__(self, tensor):
+            self.tensor = tensor
+            self.note = "kept"
+
+    x = kg.random_normal([16, 8], seed=3)
+
+    def step():
+        kg.ones([5])                                      # freed
+        return (Pair(x.min(), x.max()),
+                Stats(x.mean(axis=0), {"s": {x.sum()}}),
+                Holder(x * 2))
+
+    before = live_ids()
+    pair, stats, holder = kg.tidy(step)
+    (total,) = stats.extra["s"]
+    survivors = {id(pair.low), id(pair.high), id(stats.mean), id(total), id(holder.tensor)}
+    assert live_ids() - before == survivors
+    np.testing.assert_allclose(holder.tensor.numpy(), x.numpy() * 2)
+    kg.dispose([x, pair, stats, holder])
+    assert live_ids() == before - {id(x)}
+
+
+def test_tidy_refuses_a_returned_awaitable():
+    async def later():
+        return kg.ones([2])
+
+    before = usage()
+    with pytest.raises(kg.InputTypeError, match="awaitable"):
+        kg.tidy(later)
+    assert usage() == before and ownership.scope_depth() == 0
+
+
+def test_named_tidy_names_its_tensors_in_leak_reports():
+    with ownership.track_leaks():
+        leaked = kg.tidy("preprocess", lambda: kg.ones([3]) + 1)
+        with kg.tidy("block"):
+            inner = kg.keep(kg.zeros([2]))
+    assert "in tidy 'preprocess'" in leaked._created_at
+    assert "in tidy 'block'" in inner._created_at
+    kg.dispose([leaked, inner])
 
 
 def test_returned_nested_structures_move_to_the_parent_scope():
@@ -228,7 +302,7 @@ def test_exception_frees_everything_and_propagates_unchanged():
                 raise error
     assert caught.value is error and usage() == before and ownership.scope_depth() == 0
 
-    @kg.tidy
+    @kg.tidy()
     def failing(x):
         x + 1
         raise error
@@ -241,7 +315,7 @@ def test_exception_frees_everything_and_propagates_unchanged():
 
 
 def test_tidy_rejects_non_callables():
-    with pytest.raises(TypeError, match="function"):
+    with pytest.raises(kg.InputTypeError, match="function"):
         kg.tidy(3)
     with pytest.raises(TypeError, match="function"):
         kg.tidy.run(3)

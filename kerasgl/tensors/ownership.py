@@ -16,17 +16,20 @@ as `Owned` (Tensor's base class, tensor.py), so that it needs nothing above it.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import threading
+import types
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .. import settings
 from ..runtime import context
 from ..runtime.objects import PLAN_LABEL, GLObject, live_gl_objects
-from ..errors import KerasGLError
+from ..errors import InputTypeError, KerasGLError
 from . import gl_owners, model_registry
 
 LEAK_TRACKING_ENV = settings.SETTINGS["track_leaks"].name
@@ -67,10 +70,11 @@ _thread_state = threading.local()     # .scopes: this thread's stack of scopes, 
 
 
 class _Scope:
-    __slots__ = ("tensors",)
+    __slots__ = ("tensors", "name")
 
-    def __init__(self):
+    def __init__(self, name: str | None = None):
         self.tensors: dict[int, object] = {}
+        self.name = name          # tidy("name", ...): shown where leak reports name a site
 
     def adopt(self, tensor) -> None:
         self.tensors[id(tensor)] = tensor
@@ -122,7 +126,8 @@ def register_tensor(tensor) -> None:
     if scopes:
         scopes[-1].adopt(tensor)
     if settings.get("track_leaks"):
-        tensor._created_at = caller_site()
+        named = next((s.name for s in reversed(scopes) if s.name), None)
+        tensor._created_at = caller_site() + (f" (in tidy {named!r})" if named else "")
 
 
 def unregister_tensor(tensor) -> None:
@@ -152,30 +157,56 @@ def _is_tensor(value) -> bool:
     return isinstance(value, Owned)
 
 
-def _walk_tensors(value):
-    """Every tensor inside a nested list / tuple / dict / set (or a single tensor)."""
-    if _is_tensor(value):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _walk_tensors(item)
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        for item in value:
-            yield from _walk_tensors(item)
+def _walk_tensors(value, owners: list | None = None):
+    """Every tensor inside what a Python user returns or hands over: a tensor, lists, tuples
+    (namedtuples too), dicts and other mappings, sets, dataclasses, and objects whose attributes
+    hold tensors (TF.js walks a returned object's fields), at any depth; each object visited once
+    (cycles end), numbers, strings, arrays, functions, classes and modules not entered. Given a
+    list `owners`, an object with a dispose() method of its own (a model) is put there instead of
+    entered: it frees what it holds itself."""
+    seen, stack = set(), [value]
+    while stack:
+        item = stack.pop()
+        if _is_tensor(item):
+            yield item
+            continue
+        if isinstance(item, _LEAVES) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if owners is not None and callable(getattr(item, "dispose", None)) \
+                and not isinstance(item, (Mapping, list, tuple, set, frozenset)):
+            owners.append(item)
+        elif isinstance(item, Mapping):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(reversed(list(item)))
+        elif hasattr(item, "__dict__") and not isinstance(item, _NOT_WALKED):
+            stack.extend(reversed(list(vars(item).values())))
+        elif hasattr(type(item), "__slots__"):
+            stack.extend(getattr(item, slot) for slot in _slots_of(type(item))
+                         if hasattr(item, slot))
+
+
+# Values that hold no tensor, and objects whose attributes are not the user's data.
+_LEAVES = (str, bytes, bytearray, int, float, complex, bool, type(None), range, memoryview)
+_NOT_WALKED = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+               types.MethodType, functools.partial)
+
+
+def _slots_of(cls) -> list:
+    return [slot for klass in cls.__mro__ for slot in getattr(klass, "__slots__", ())
+            if isinstance(slot, str) and slot not in ("__dict__", "__weakref__")]
 
 
 def dispose(value) -> None:
-    """Free a tensor, or every tensor in a nested list / tuple / dict of them (or anything with a
-    `dispose()` method, such as a model). Disposing twice is harmless."""
-    if _is_tensor(value):
-        value.dispose()
-        return
-    tensors = list(_walk_tensors(value))
-    if tensors:
-        for tensor in tensors:
-            tensor.dispose()
-    elif hasattr(value, "dispose") and not isinstance(value, (list, tuple, dict)):
-        value.dispose()
+    """Free a tensor, every tensor inside a structure of them (as tidy finds its survivors), or
+    anything with a `dispose()` method, such as a model (its own dispose runs, at any depth of the
+    structure). Disposing twice is harmless."""
+    owners = []
+    for tensor in _walk_tensors(value, owners):
+        tensor.dispose()
+    for owner in owners:
+        owner.dispose()
 
 
 def keep(value):
@@ -190,48 +221,55 @@ def keep(value):
 
 
 class tidy:
-    """Free every tensor created inside, except what is kept or returned.
+    """Free every tensor created inside, except what is kept or returned: TensorFlow.js's
+    `tf.tidy`, whose semantics these forms follow.
 
-    Scopes are per thread: a scope holds the tensors its own thread creates inside it.
+        y = kg.tidy(fn, *args, **kwargs)          # call fn now, as tf.tidy(fn) does
+        y = kg.tidy("name", fn, *args, **kwargs)  # tf.tidy("name", fn): the name is shown in
+                                                  # leak reports (KERASGL_TRACK_LEAKS=1)
+        y = kg.tidy.run(fn, *args, **kwargs)      # the same as kg.tidy(fn, ...)
+        with kg.tidy(): ...                       # context manager (kg.tidy("name") too)
+        @kg.tidy()                                # decorator: each call of f runs in a scope
+        def f(x): ...                             # (@kg.tidy("name") and @kg.tidy.wrap too)
 
-    Four forms:
-        with kg.tidy(): ...                    # context manager
-        y = kg.tidy(fn, *args, **kwargs)       # call fn now (with at least one argument)
-        y = kg.tidy.run(fn, *args, **kwargs)   # call fn now, also with no arguments: TF.js's
-                                                # tf.tidy(() => ...) is kg.tidy.run(lambda: ...)
-        @kg.tidy                                # decorator: each call of f runs in a scope
-        def f(x=None): ...
-    A function passed alone is always decorated, never called (`kg.tidy(f)` is `@kg.tidy`), so a
-    decorated function runs when it is called, whatever its parameters; `kg.tidy.wrap` is the
-    same decorator by name. Scopes nest. A tensor returned by the function forms (anywhere inside
-    nested lists, tuples or dicts) moves to the enclosing scope. If the body raises, everything
-    created in it is freed and the exception propagates unchanged.
+    `kg.tidy(fn)` always calls fn, now. So a bare `@kg.tidy` (no parentheses) is kg.tidy(f): it
+    would call f once, at the definition; where f needs arguments it raises InputTypeError
+    saying to decorate with `@kg.tidy()` or `@kg.tidy.wrap` instead.
+
+    What fn returns survives and moves to the enclosing scope: tensors anywhere inside lists,
+    tuples, namedtuples, dicts, sets, dataclasses and objects' attributes. A coroutine or other
+    awaitable returned is refused (InputTypeError): its work would run after the scope closed, as
+    TF.js refuses a returned Promise. Scopes are per thread and nest. If the body raises,
+    everything created in it is freed and the exception propagates unchanged.
     """
 
     def __new__(cls, fn=None, *args, **kwargs):
+        name = None
+        if isinstance(fn, str):
+            name, fn, args = fn, (args[0] if args else None), args[1:]
         if fn is None:
-            return super().__new__(cls)
-        if not callable(fn):
-            raise TypeError(f"tidy() takes a function or nothing, got {type(fn).__name__}")
-        if args or kwargs:
-            return _run_in_scope(fn, args, kwargs)
-        return _tidy_decorator(fn)
+            scope = super().__new__(cls)
+            scope.name = name
+            return scope
+        return _run_now(fn, args, kwargs, name, "tidy()")
 
     @staticmethod
     def run(fn, *args, **kwargs):
         """Call fn(*args, **kwargs) now in a scope: what it returns survives, the rest is freed."""
-        if not callable(fn):
-            raise TypeError(f"tidy.run() takes a function, got {type(fn).__name__}")
-        return _run_in_scope(fn, args, kwargs)
+        return _run_now(fn, args, kwargs, None, "tidy.run()")
 
     @staticmethod
     def wrap(fn):
-        """The decorator form by name (the same as `@kg.tidy`)."""
-        return _tidy_decorator(fn)
+        """The decorator by name: each call of fn runs in a scope of its own."""
+        return _tidy_decorator(fn, None)
+
+    def __call__(self, fn):
+        """`@kg.tidy()` / `@kg.tidy("name")`: decorate fn."""
+        return _tidy_decorator(fn, self.name)
 
     def __enter__(self):
         scopes = _scopes()
-        scope = _Scope()
+        scope = _Scope(self.name)
         scopes.append(scope)
         # The scope this `with` opened (a tidy object may be entered again while open).
         self.__dict__.setdefault("_opened", []).append((scopes, scope))
@@ -243,22 +281,55 @@ class tidy:
         return False
 
 
-def _tidy_decorator(fn):
+def _run_now(fn, args, kwargs, name, form):
+    if not callable(fn):
+        raise InputTypeError(f"{form} takes a function to run now, got {type(fn).__name__}")
+    if not args and not kwargs and _needs_arguments(fn):
+        raise InputTypeError(
+            f"{form} runs {getattr(fn, '__name__', 'the function')} now, as tf.tidy does, but it "
+            "needs arguments: pass them (kg.tidy(fn, x)), or, to decorate a function, write "
+            "@kg.tidy() or @kg.tidy.wrap")
+    return _run_in_scope(fn, args, kwargs, name)
+
+
+def _needs_arguments(fn) -> bool:
+    """Whether fn cannot be called with no arguments (False where its signature is unknown)."""
+    try:
+        inspect.signature(fn).bind()
+    except TypeError:
+        return True
+    except ValueError:
+        return False
+    return False
+
+
+def _tidy_decorator(fn, name):
+    if not callable(fn):
+        raise InputTypeError(f"tidy decorates a function, got {type(fn).__name__}")
+
     @functools.wraps(fn)
     def scoped(*args, **kwargs):
-        return _run_in_scope(fn, args, kwargs)
+        return _run_in_scope(fn, args, kwargs, name)
     return scoped
 
 
-def _run_in_scope(fn, args, kwargs):
+def _run_in_scope(fn, args, kwargs, name=None):
     scopes = _scopes()
-    scope = _Scope()
+    scope = _Scope(name)
     scopes.append(scope)
     try:
         result = fn(*args, **kwargs)
     except BaseException:
         _close_scope(scopes, scope, survivors=())
         raise
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()        # never awaited: close it rather than leave Python's warning
+        _close_scope(scopes, scope, survivors=())
+        raise InputTypeError(
+            f"tidy's function returned {type(result).__name__}, an awaitable: its work would run "
+            "after the scope had freed its tensors. Run the awaitable first and tidy the "
+            "synchronous part, as TensorFlow.js refuses a Promise")
     _close_scope(scopes, scope, survivors=list(_walk_tensors(result)))
     return result
 

@@ -1,6 +1,7 @@
-"""Config values a file should not hold, against Keras: every outcome is a kerasgl load error
-naming the file and the layer (ModelFileError for a value of the wrong type or range, a missing
-key, a call that passes tensors the layer does not take), or a load whose predict matches Keras.
+"""Config values a file should not hold, against Keras: where Keras refuses the file, kerasgl gives
+a load error naming the file and the layer (ModelFileError for a value of the wrong type or
+range, a missing key, a call that passes tensors the layer does not take); where Keras runs it,
+kerasgl runs it too and its predict matches Keras's (a refusal there fails).
 What Keras refuses, kerasgl refuses (dilation_rate / pool_size / strides of 0, time_major in a
 Keras 3 file, a negative ReLU max_value). Hypothesis generates the values for Dense, Conv2D,
 pooling, MultiHeadAttention, LayerNormalization and LSTM; the tables below pin the messages."""
@@ -92,6 +93,10 @@ def assert_refused_or_matches(path, x, layer_name, key=None):
         assert os.path.basename(path) in message and f"'{layer_name}'" in message, message
         if key is not None and isinstance(ours, kg.ModelFileError) and "config value" in message:
             assert repr(key) in message, message
+        # A refusal is right only where Keras refuses too: a file Keras runs, kerasgl must run
+        # (a kerasgl that refused everything would otherwise pass).
+        assert theirs is None, f"Keras runs {os.path.basename(path)} ({key}), kerasgl refused: " \
+                               f"{message}"
         return ours
     assert theirs is not None, f"kerasgl loaded and ran {path}, which Keras refuses"
     assert len(ours) == len(theirs)

@@ -74,6 +74,32 @@ def test_tf1_ndarray_numbers_in_config():
     _predict_matches_tf_keras("tf1_config.h5")
 
 
+
+def test_tf1_nan_for_none_runs_uncapped_as_tf1_did(tmp_path):
+    """tf.keras 1.x saved ReLU(max_value=None) as {"type": "ndarray", "value": NaN} (it had cast
+    None to floatx) and TensorFlow 1.x's relu ran without a cap. The fixture rewritten that way
+    must give what Keras gives for the same network with no cap (its weights read from the file)."""
+    path = str(tmp_path / "tf1_nan_cap.h5")
+    shutil.copy(os.path.join(DATA, "tf1_config.h5"), path)
+    with h5py.File(path, "r+") as f:
+        config = json.loads(f.attrs["model_config"])
+        relu = next(l for l in config["config"]["layers"] if l["class_name"] == "ReLU")
+        relu["config"]["max_value"] = {"type": "ndarray", "value": float("nan")}
+        f.attrs["model_config"] = json.dumps(config)          # json writes NaN as tf.keras did
+    spec = saving.read_model(path)
+    assert next(l for l in spec.layers if l.class_name == "ReLU").config["max_value"] is None
+    dense = [l.weights for l in spec.layers if l.class_name == "Dense"]
+    reference = keras.Sequential([
+        keras.Input((6,)), keras.layers.Dense(5), keras.layers.ReLU(),
+        keras.layers.Dense(4), keras.layers.LeakyReLU(negative_slope=0.2), keras.layers.Dense(2)])
+    for layer, weights in zip([l for l in reference.layers if l.weights], dense):
+        layer.set_weights(weights)
+    x = np.load(os.path.join(DATA, "tf1_config.npz"))["input_0"]
+    with kg.load_model(path) as model:
+        actual = model.predict(x, verbose=0)
+    assert np.isfinite(actual).all()
+    assert_close(actual, np.asarray(reference.predict(x, verbose=0)), ATOL, RTOL)
+
 # Options later Keras 2 releases added, absent from the configs older ones wrote (Keras 2.0-2.2):
 # kerasgl must read them as their defaults.
 LATER_OPTIONS = {"ReLU": ("negative_slope", "threshold"), "Conv2D": ("groups",),

@@ -97,9 +97,12 @@ def int_tuple(layer, key: str, n: int, default=REQUIRED, minimum: int = 1) -> tu
     value = raw(layer, key, default)
     expected = (f"an integer >= {minimum} or a list of {n} such integers" if n > 1
                 else f"an integer >= {minimum}")
-    if is_int(value):
+    # Keras's standardize_tuple takes anything isinstance(v, int) accepts, bools too: a stride of
+    # true is a stride of 1 there.
+    if isinstance(value, numbers.Integral):
         values = (int(value),) * n
-    elif isinstance(value, (list, tuple)) and len(value) == n and all(map(is_int, value)):
+    elif isinstance(value, (list, tuple)) and len(value) == n \
+            and all(isinstance(v, numbers.Integral) for v in value):
         values = tuple(int(v) for v in value)
     else:
         raise error(layer, key, value, expected)
@@ -110,10 +113,13 @@ def int_tuple(layer, key: str, n: int, default=REQUIRED, minimum: int = 1) -> tu
 
 def number(layer, key: str, default=REQUIRED, finite: bool = False,
            minimum: float | None = None) -> float:
-    """A real number (an int or a float, not a bool). NaN and +-inf pass unless `finite`: Keras
-    computes with them (a LayerNormalization epsilon of NaN gives NaN). With `minimum`, a value
-    below it is refused (NaN is not below anything, as in Keras's `value < minimum` checks)."""
+    """A real number. NaN and +-inf pass unless `finite`: Keras computes with them (a
+    LayerNormalization epsilon of NaN gives NaN). A bool is read as 0 / 1, as Keras's arithmetic
+    reads it (`variance + True`). With `minimum`, a value below it is refused (NaN is not below
+    anything, as in Keras's `value < minimum` checks)."""
     value = raw(layer, key, default)
+    if isinstance(value, bool):
+        value = int(value)
     if not is_number(value) or (finite and not math.isfinite(value)) \
             or (minimum is not None and value < minimum):
         expected = "a finite number" if finite else "a number"
@@ -127,12 +133,13 @@ def optional_number(layer, key: str, minimum: float | None = None) -> float | No
     return number(layer, key, minimum=minimum)
 
 
-def flag(layer, key: str, default: bool) -> bool:
-    """A boolean option; null (and 0 / 1) read as Keras reads them (`if self.center:`)."""
+def flag(layer, key: str, default: bool, passed_to_backend: bool = False) -> bool:
+    """A boolean option, read as Keras reads it: by Python truth (`if self.center:`), so null, 0,
+    0.0, "" and [] are false and any other value (a list, a string, a dict) is true. An option
+    Keras hands to its backend as it is (an RNN's go_backwards becomes jax.lax.scan's `reverse`,
+    which takes a bool or 0 / 1 only) is refused unless it is one of those."""
     value = raw(layer, key, default)
-    if value is None:
-        return False
-    if not isinstance(value, (bool, int)):
+    if passed_to_backend and not isinstance(value, (bool, int)) and value is not None:
         raise error(layer, key, value, "true or false")
     return bool(value)
 

@@ -58,6 +58,7 @@ Layer config (LayerSpec.config)
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -171,9 +172,16 @@ def _normalize_nested_values(value):
     if isinstance(value, dict):
         # tf.keras 1.x wrote numpy values (ReLU's max_value) as {"type": "ndarray", "value": 6.0};
         # its loader made them arrays again: here the plain number (or nested list of numbers).
+        # A scalar NaN there is an option that was None: that Keras ran K.cast_to_floatx(None),
+        # which is NaN, and TensorFlow 1.x's relu then skipped the cap (`if max_value is not
+        # None`, then a clip whose NaN bound leaves values as they are): the model ran without
+        # it, so the option reads as None, as the Keras that wrote it computed.
         if set(value) == {"type", "value"} and value["type"] == "ndarray" \
                 and _is_number_tree(value["value"]):
-            return value["value"]
+            number = value["value"]
+            if isinstance(number, float) and math.isnan(number):
+                return None
+            return number
         if _looks_like_layer(value):
             return _normalize_sublayer(value)
         return {k: _normalize_nested_values(v) for k, v in value.items()}

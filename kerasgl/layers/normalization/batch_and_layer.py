@@ -142,7 +142,11 @@ class LayerNormalization(Layer):
         self.center = config_values.flag(self, "center", True)
         self.scale = config_values.flag(self, "scale", True)
         self.rms_scaling = config_values.flag(self, "rms_scaling", False)
-        self.epsilon = config_values.number(self, "epsilon", 1e-3)    # NaN, < 0: Keras takes them
+        # NaN or < 0: Keras computes with them. null: Keras 3's layer_normalization reads an
+        # epsilon of None as backend.epsilon(), 1e-7.
+        epsilon = config_values.optional_number(self, "epsilon") \
+            if "epsilon" in (self.config or {}) else 1e-3
+        self.epsilon = 1e-7 if epsilon is None else epsilon
         has_gamma = self.scale or self.rms_scaling
         has_beta = self.center and not self.rms_scaling
         self.expect_weights(has_gamma + has_beta)

@@ -47,7 +47,7 @@ class _ConvLSTM(Layer):
         self.use_bias = flag(self, "use_bias", True)
         self.return_sequences = flag(self, "return_sequences", False)
         self.return_state = flag(self, "return_state", False)
-        self.go_backwards = flag(self, "go_backwards", False)
+        self.go_backwards = flag(self, "go_backwards", False, passed_to_backend=True)
         if flag(self, "stateful", False):
             raise self.unsupported("stateful=True")
         where = f"Layer '{self.name}' ({self.class_name})"

@@ -164,7 +164,7 @@ class Recurrent(Layer):
         flag = config_values.flag
         self.return_sequences = flag(self, "return_sequences", False)
         self.return_state = flag(self, "return_state", False)
-        self.go_backwards = flag(self, "go_backwards", False)
+        self.go_backwards = flag(self, "go_backwards", False, passed_to_backend=True)
         self.stateful = flag(self, "stateful", False)
         self.unroll = flag(self, "unroll", False)
         if keras_major >= 3 and "time_major" in self.config:

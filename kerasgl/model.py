@@ -266,7 +266,7 @@ class Model(KerasModelAPI, ModelMemory):
         values = [check_input(v, s, self.name, self._finite_inputs_for)
                   for v, s in zip(arrange_inputs(x, specs, self.name, self._spec.input_keys), specs)]
         count = batch_count(values, self.name)
-        batch_size = fixed_batch_size(specs, batch_size, count, self.name)
+        batch_size = fixed_batch_size(specs, batch_size, count, self.name, self._graph)
         if any(isinstance(v, Tensor) for v in values):
             results = self._predict_tensors(values, wanted, count, batch_size, verbose)
         else:

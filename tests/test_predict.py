@@ -249,26 +249,40 @@ def test_batches_too_large_for_one_storage_buffer_are_split(tmp_path):
     np.testing.assert_allclose(from_tensor, expected, atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("stateful", [False, True])
-def test_fixed_batch_models_run_in_batches_of_their_size(stateful, tmp_path):
-    """A model built for a fixed batch size (stateful RNNs need one) takes any multiple of it.
-    Stateful state carries from batch to batch as in Keras's eager calls (Keras 3.15's jitted
-    predict on JAX drops state updates, so the reference is the sequence of model(x) calls)."""
+def test_fixed_batch_stateful_models_run_in_batches_of_their_size(tmp_path):
+    """A stateful model built for a fixed batch size takes any multiple of it, its state carried
+    from batch to batch as in Keras's eager calls (Keras 3.15's jitted predict on JAX drops state
+    updates, so the reference is the sequence of model(x) calls)."""
     model = keras.Sequential([keras.Input((6, 3), batch_size=2),
-                              keras.layers.LSTM(4, stateful=stateful)], name=f"fixed_{stateful}")
+                              keras.layers.LSTM(4, stateful=True)], name="fixed_stateful")
     path = _save(model, tmp_path)
     x = np.random.default_rng(0).uniform(-1, 1, (6, 6, 3)).astype("float32")
-    if stateful:
-        model.layers[0].reset_state()
-        expected = np.concatenate([np.asarray(model(x[i:i + 2])) for i in range(0, 6, 2)])
-    else:
-        expected = model.predict(x, batch_size=2, verbose=0)
+    model.layers[0].reset_state()
+    expected = np.concatenate([np.asarray(model(x[i:i + 2])) for i in range(0, 6, 2)])
     with kg.load_model(path) as loaded:
         np.testing.assert_allclose(loaded.predict(x, verbose=0), expected, atol=1e-4, rtol=1e-4)
         with pytest.raises(kg.ShapeError, match="batches of 2 samples.*batch_size=3"):
             loaded.predict(x, batch_size=3)
         with pytest.raises(kg.ShapeError, match="5 samples, which is not a multiple of 2"):
             loaded.predict(x[:5])
+
+
+@pytest.mark.parametrize("fmt", [".keras", ".h5"])
+def test_fixed_batch_shape_takes_any_batch_as_keras_does(fmt, tmp_path):
+    """An InputLayer saved with batch_shape [32, ...] (common in tutorial models): Keras 3
+    predicts any number of samples with any batch_size, and so does kerasgl."""
+    x_in = keras.Input(batch_shape=(32, 6, 3), name="x")
+    y = keras.layers.LSTM(4, return_sequences=True)(keras.layers.Dense(5, activation="relu")(x_in))
+    model = keras.Model(x_in, keras.layers.GlobalAveragePooling1D()(y), name="fixed_batch_32")
+    path = str(tmp_path / f"fixed{fmt}")
+    model.save(path)
+    x = np.random.default_rng(1).uniform(-1, 1, (5, 6, 3)).astype("float32")
+    with kg.load_model(path) as loaded:
+        for count, batch_size in ((5, None), (5, 2), (1, None), (40, 16)):
+            data = np.resize(x, (count, 6, 3))
+            expected = model.predict(data, batch_size=batch_size, verbose=0)
+            np.testing.assert_allclose(loaded.predict(data, batch_size=batch_size, verbose=0),
+                                       expected, atol=1e-4, rtol=1e-4)
 
 
 def test_batch_size_may_be_a_numpy_integer(tmp_path):

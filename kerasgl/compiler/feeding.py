@@ -294,19 +294,31 @@ def _output_ref(graph, what, model_name: str) -> TensorRef:
     return node.output_ref(tensor_index)
 
 
-def fixed_batch_size(specs, batch_size, count: int, model_name: str):
-    """The batch size to run: the model's own when its inputs fix one (stateful RNNs need one),
-    which `batch_size` must then agree with and the sample count must be a multiple of."""
+def fixed_batch_size(specs, batch_size, count: int, model_name: str, graph):
+    """The batch size to run. An input saved with a fixed batch size (`batch_shape: [32, ...]`,
+    common in tutorial models) binds only a model with stateful layers, whose carried states have
+    that many rows: `batch_size` must then agree with it and the sample count be a multiple of
+    it. Any other model takes any batch, as Keras 3 predicts it."""
     fixed = {s.shape[0] for s in specs if s.shape and s.shape[0] is not None}
-    if not fixed:
+    if not fixed or not has_stateful_layer(graph):
         return batch_size
     if len(fixed) > 1:
         raise ShapeError(f"Model '{model_name}': its inputs fix different batch sizes {sorted(fixed)}.")
     size = fixed.pop()
     if batch_size is not None and batch_size != size:
         raise ShapeError(f"Model '{model_name}' is built for batches of {size} samples (its inputs "
-                         f"have a fixed batch size); received batch_size={batch_size}.")
+                         f"have a fixed batch size and it carries states); received "
+                         f"batch_size={batch_size}.")
     if count % size:
-        raise ShapeError(f"Model '{model_name}' is built for batches of {size} samples; received "
-                         f"{count} samples, which is not a multiple of {size}.")
+        raise ShapeError(f"Model '{model_name}' is built for batches of {size} samples (it carries "
+                         f"states); received {count} samples, which is not a multiple of {size}.")
     return size
+
+
+def has_stateful_layer(graph) -> bool:
+    """Whether a layer of the graph (nested models included) carries states between calls."""
+    for layer in graph.layers.values():
+        inner = getattr(layer, "nested_graph", None)
+        if getattr(layer, "stateful", False) or (inner is not None and has_stateful_layer(inner)):
+            return True
+    return False

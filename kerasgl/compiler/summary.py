@@ -119,10 +119,39 @@ def format_summary(model, expand_nested: bool = False, line_length: int | None =
     out += ["=" * width,
             f"Total params: {total:,} ({_human_bytes(total * 4)})",
             f"Weights on the GPU: {_human_bytes(weights)} (after packing and folding at load)"]
-    out += [piece for line in plan_lines(model)
+    out += [piece for line in precision_lines(graph) + plan_lines(model)
             for piece in text_table.wrap_text(line, max(width, target))]
     out += ["_" * width]
     return "\n".join(out)
+
+
+# Dtype policies that ask Keras to compute in 16 bits.
+HALF_POLICIES = ("float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
+
+
+def half_precision_layers(graph: Graph) -> dict:
+    """Layer name -> the 16-bit dtype policy its config asks for (nested models included)."""
+    found = {}
+    for name, layer in graph.layers.items():
+        inner = getattr(layer, "nested_graph", None)
+        if inner is not None:
+            found.update(half_precision_layers(inner))
+        policy = (getattr(layer, "config", None) or {}).get("dtype")
+        if isinstance(policy, str) and policy in HALF_POLICIES:
+            found[name] = policy
+    return found
+
+
+def precision_lines(graph: Graph) -> list[str]:
+    """What the file asked for where it is not what kerasgl computes: a float16 / mixed dtype
+    policy runs in float32 here (docs/limitations.md gives the measured difference)."""
+    half = half_precision_layers(graph)
+    if not half:
+        return []
+    policies = sorted(set(half.values()))
+    return [f"Precision: the file asks for {' / '.join(policies)} in {len(half)} layer(s); "
+            "kerasgl computes them in float32 (closer to the float32 model than Keras's 16-bit "
+            "result is: docs/limitations.md)"]
 
 
 # The narrowest each column becomes before the table stays wider than the terminal.

@@ -5,10 +5,8 @@ A Keras 3 .keras file (Dense and Conv2D layers, real weights) is rewritten with 
 value in one option (units, kernel_size, strides, ...) and loaded and run by kerasgl:
 - test_saving_never_lets_a_raw_exception_out: kerasgl.saving (read_model) answers every value
   with a ModelFileError or a ModelSpec;
-- test_config_values_give_kerasgl_errors_or_a_working_model: the whole load_model + predict.
-  Values that reach the layer code (kerasgl/layers/) and crash it with a raw exception are
-  collected (the first of each kind) and fail test_zz_layer_failures_found_above, listed; an
-  exception raised inside saving/ fails at once.
+- test_config_values_give_kerasgl_errors_or_a_working_model: the whole load_model + predict; a
+  raw exception from any module fails the case at once, naming the module.
 """
 from __future__ import annotations
 
@@ -102,12 +100,11 @@ def test_saving_never_lets_a_raw_exception_out(base, case):
         assert path in str(exc)
 
 
-LAYER_FAILURES: dict[tuple, str] = {}
-
-
 @settings(**SETTINGS)
 @given(case=cases)
 def test_config_values_give_kerasgl_errors_or_a_working_model(base, case):
+    """Each case stands alone: a raw exception anywhere (saving/ or the layer code) fails this
+    case, whatever runs before or after it (run alone, with -k, or in any order)."""
     class_name, option, value = case
     path = with_option(base, class_name, option, value)
     try:
@@ -117,17 +114,6 @@ def test_config_values_give_kerasgl_errors_or_a_working_model(base, case):
     except KerasGLError as exc:
         if isinstance(exc, ModelFileError):
             assert path in str(exc)
-    except Exception as exc:   # noqa: BLE001 (collected and reported below)
-        where = origin(exc)
-        assert not where.startswith("saving/"), f"{class_name}.{option}={value!r}: raised " \
-                                                f"{type(exc).__name__} in {where}: {exc}"
-        key = (class_name, option, type(exc).__name__, where)
-        LAYER_FAILURES.setdefault(key, f"{value!r:.60}: {exc}"[:200])
-
-
-def test_zz_layer_failures_found_above():
-    """Reports what test_config_values_give_kerasgl_errors_or_a_working_model collected."""
-    if LAYER_FAILURES:
-        listing = "; ".join(f"{c}.{o} -> {t} in kerasgl/{w} (e.g. {v})"
-                            for (c, o, t, w), v in sorted(LAYER_FAILURES.items()))
-        pytest.fail(f"layer code raised raw exceptions for config values: {listing}")
+    except Exception as exc:   # noqa: BLE001 (a raw exception: the failure this test looks for)
+        pytest.fail(f"{class_name}.{option}={value!r:.60}: raised {type(exc).__name__} in "
+                    f"kerasgl/{origin(exc)}: {exc}")

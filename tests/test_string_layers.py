@@ -138,8 +138,18 @@ def test_hashes_are_tensorflows_bit_for_bit():
 
 
 def test_warm_up_feeds_empty_strings():
+    """warm_up runs the host stage on empty strings (the zeros of a string input): it makes the
+    GPU part's plan for that batch, leaves no tensor behind, and the model still gives Keras's
+    answers on real text afterwards."""
+    inputs, expected = fixture("text_vectorization_int")
     with kg.load_model(path_of("text_vectorization_int", "keras")) as model:
-        model.warm_up(batch_size=2, max_calls=2)
+        before = kg.memory().num_tensors
+        info = model.warm_up(batch_size=2, max_calls=2)
+        assert info is not None and [tuple(s)[0] for s in info.input_shapes] == [2]
+        assert [tuple(i.input_shapes[0])[0] for i in model.plan_info()] == [2]
+        assert kg.memory().num_tensors == before
+        got = model.predict(inputs[0], verbose=0)
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
 
 
 # -- refusals of options and placements, made by editing a fixture's config -----------------------

@@ -36,11 +36,8 @@ LAMBDA_EXPLANATION = (
     "a Lambda layer stores Python code (marshalled bytecode); kerasgl never deserialises or runs "
     "code from a model file. Rewrite the function as built-in layers or keras.ops calls, or as a "
     "kerasgl layer class")
-TF_OP_EXPLANATION = (
-    "a TensorFlow slicing operation recorded by tf.keras (SlicingOpLambda) needs TensorFlow "
-    "to run; rebuild the model with Keras layers or keras.ops")
-# Layers refused at load for the reasons above own no weights: a file giving them some is damaged.
-declare_file_rules(("Lambda", "SlicingOpLambda"), Weightless)
+# Layers refused at load for the reason above own no weights: a file giving them some is damaged.
+declare_file_rules(("Lambda",), Weightless)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -150,6 +147,12 @@ class Graph:
         if not spec.inputs or not spec.outputs:
             raise ModelFileError(f"{spec.source}: functional model '{spec.name}' lists no inputs "
                                  "or no outputs.")
+        for ref in spec.inputs:       # a model's inputs are its InputLayers' tensors, nothing else
+            if ref.layer in made and not isinstance(made[ref.layer], InputLayer):
+                raise ModelFileError(
+                    f"{spec.source}: functional model '{spec.name}' lists layer '{ref.layer}' "
+                    f"({made[ref.layer].class_name}) among its inputs; a model's inputs are "
+                    "InputLayers.")
         nodes = constants.lift(nodes, made, Node, spec.keras_major)   # arrays -> Constant nodes
         ordered = topological_order(nodes, spec)
         # keras.Model.layers lists layers, not the operations recorded on symbolic tensors.
@@ -324,9 +327,6 @@ def make_layer(spec: LayerSpec, keras_major: int, problems: list[str]) -> Layer 
     if spec.class_name == "Lambda":
         problems.append(f"{where}: {LAMBDA_EXPLANATION}.")
         return None
-    if spec.class_name == "SlicingOpLambda":       # TFOpLambda: layers/tf_ops/tf_op_lambda.py
-        problems.append(f"{where}: {TF_OP_EXPLANATION}.")
-        return None
     if spec.inner is not None:
         cls = NestedModel
     elif is_op_module(spec.module):
@@ -419,15 +419,23 @@ def infer_node(node: Node, shapes: dict) -> list[tuple]:
 
 
 def _infer_node(node: Node, layer, shapes: dict) -> list[tuple]:
+    def shape_of(ref):
+        # A reference to a tensor its layer never made (an output index it does not have).
+        if ref not in shapes:
+            raise ModelFileError(f"its call #{node.index} reads output {ref.tensor_index} of call "
+                                 f"#{ref.node_index} of layer '{ref.layer}', which that call "
+                                 "does not have.")
+        return shapes[ref]
+
     if isinstance(layer, OpNode):
-        symbolic = lambda ref: Symbolic(shapes[ref])  # noqa: E731
+        symbolic = lambda ref: Symbolic(shape_of(ref))  # noqa: E731
         layer.built = True
         return output_list(layer.node_output_shape(map_refs(node.args, symbolic),
                                                    map_refs(node.kwargs, symbolic)))
-    positional = [map_refs(arg, shapes.__getitem__) for arg in node.args if refs_in(arg)]
+    positional = [map_refs(arg, shape_of) for arg in node.args if refs_in(arg)]
     # Keras 2 stores every call argument after the first by keyword (`mha(q, v)` is saved as
     # args=[q], kwargs={"value": v}): tensor keywords reach the layers that declare them.
-    keyword = {key: map_refs(value, shapes.__getitem__) for key, value in node.kwargs.items()
+    keyword = {key: map_refs(value, shape_of) for key, value in node.kwargs.items()
                if refs_in(value) and _accepts_keyword(layer.compute_output_shape, key)}
     # Plain call options a layer's shapes depend on (ReversibleEmbedding's reverse=), by its word.
     keyword.update({key: value for key, value in node.kwargs.items()

@@ -280,3 +280,45 @@ def test_weights_that_do_not_fit_the_config_name_the_file_and_leave_nothing(tmp_
     with pytest.raises(kg.ModelFileError, match=r"mismatch\.h5.*'head'.*\(16, 5\)"):
         kg.load_model(path)
     assert gl_state() == before
+
+
+def _edited_config(src, dst, edit):
+    import json
+    import zipfile
+    with zipfile.ZipFile(src) as z:
+        members = {name: z.read(name) for name in z.namelist()}
+    config = json.loads(members["config.json"])
+    edit(config)
+    members["config.json"] = json.dumps(config).encode()
+    with zipfile.ZipFile(dst, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return dst
+
+
+@pytest.mark.parametrize("damage,words", [
+    ("output_index", "reads output 5 of call #0 of layer 'd1', which that call does not have"),
+    ("input_not_input_layer", "lists layer 'd1' (Dense) among its inputs"),
+])
+def test_graph_references_that_cannot_be_are_file_errors(tmp_path, damage, words):
+    """A graph edge to an output index the layer does not have, or a model input that is not an
+    InputLayer (hostile-file corpus): a ModelFileError naming the file, not a raw KeyError /
+    TypeError, and nothing left on the GPU."""
+    x = keras.Input((4,), name="x")
+    model = keras.Model(x, keras.layers.Dense(2, name="d2")(keras.layers.Dense(3, name="d1")(x)))
+    src = os.path.join(tmp_path, "ok.keras")
+    model.save(src)
+
+    def edit(config):
+        layers = {entry["config"]["name"]: entry for entry in config["config"]["layers"]}
+        if damage == "output_index":
+            arg = layers["d2"]["inbound_nodes"][0]["args"][0]
+            arg["config"]["keras_history"][2] = 5
+        else:
+            config["config"]["input_layers"] = [["d1", 0, 0]]
+    path = _edited_config(src, os.path.join(tmp_path, f"{damage}.keras"), edit)
+    before = kg.memory().num_tensors
+    with pytest.raises(kg.ModelFileError) as info:
+        kg.load_model(path).predict(np.ones((2, 4), "f4"), verbose=0)
+    assert path in str(info.value) and words in str(info.value), str(info.value)
+    assert kg.memory().num_tensors == before

@@ -7,7 +7,7 @@
     kerasgl tune [--dry-run]
     kerasgl gl-objects [...]
     kerasgl profile model.keras [input.npy] [--batch-size 8] [--trace t.json] [--plot p.png]
-    kerasgl serve model.keras [--port 8501] [...]   (TensorFlow Serving's REST API; kerasgl/serving/)
+    kerasgl serve model.keras [--port 8501] [...]   (TF Serving's REST API, KServe v2; kerasgl/serving/)
 
 predict reads one .npy (one-input model) or a .npz (several inputs, by input name, else in input
 order: arr_0, arr_1, ... as np.savez names them; `--array NAME` picks them by name) and writes
@@ -194,8 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cpu-only", action="store_true", help="no GPU timer queries")
     p.set_defaults(func=cmd_profile)
 
-    p = sub.add_parser("serve", help="serve models over TensorFlow Serving's REST API, with "
-                                     "dynamic batching (pip install 'kerasgl[serve]')",
+    p = sub.add_parser("serve", help="serve models over TensorFlow Serving's REST API and the "
+                                     "Open Inference Protocol (HTTP, gRPC), with dynamic "
+                                     "batching (pip install 'kerasgl[serve]')",
                        add_help=False)
     p.set_defaults(func=None)
 

@@ -88,16 +88,26 @@ class Predictor:
         return {**passed, **columns}
 
     def close(self) -> None:
-        """Free the model and the actor's GL context (Ray ends the actor's process anyway)."""
+        """Free the model and the actor's GL context, waiting for the worker's thread to end."""
         self._worker.close()
 
+    def __ray_shutdown__(self) -> None:
+        """Ray calls this as an actor of this class ends gracefully (its handles gone, or
+        __ray_terminate__), on the actor's own thread, after its last call: the time to close."""
+        self.close()
+
     def __del__(self):
+        # Ray Data ends its map actors by dropping the instance (the last reference goes on the
+        # actor's thread), so this is where such an actor closes. A garbage collection may run it
+        # on any thread instead, the worker's own included (a job's allocation can trigger one),
+        # and that thread cannot wait for itself: the shutdown is queued there, never waited on.
         worker = getattr(self, "_worker", None)
-        if worker is not None and not worker.closed:
-            try:
-                worker.close()
-            except Exception:     # at interpreter exit the worker's thread may be gone
-                pass
+        if worker is None:
+            return
+        try:
+            worker.close(wait=not worker.on_worker_thread())
+        except RuntimeError:      # at interpreter exit no job can be queued any more
+            pass
 
 
 __all__ = ["Predictor"]

@@ -18,6 +18,7 @@ next kerasgl call, from any thread, makes a fresh context.
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .errors import GLContextError
@@ -37,8 +38,11 @@ class Worker:
     def __init__(self, name: str = "kerasgl-gpu"):
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._closed = False
-        self._close_lock = threading.Lock()
+        # Held while a job is queued and while the worker closes, so that no job can be queued
+        # behind the context's shutdown (it would make a fresh context on the exiting thread).
+        self._lock = threading.Lock()
         self._thread_id: int | None = None
+        self._job_started: float | None = None       # time.monotonic() of the running job
         try:
             self._thread_id = self._executor.submit(self._start).result()
         except BaseException:
@@ -59,10 +63,25 @@ class Worker:
 
     # -- running work ---------------------------------------------------------------------------
     def submit(self, fn, /, *args, **kwargs) -> Future:
-        """Run fn(*args, **kwargs) on the worker's thread; a Future of its result (or exception)."""
-        if self._closed:
-            raise GLContextError("This kg.Worker is closed; make a new one.")
-        return self._executor.submit(fn, *args, **kwargs)
+        """Run fn(*args, **kwargs) on the worker's thread; a Future of its result (or exception).
+        Raises GLContextError once the worker is closing or closed."""
+        with self._lock:
+            if self._closed:
+                raise GLContextError("This kg.Worker is closed; make a new one.")
+            return self._executor.submit(self._timed, fn, args, kwargs)
+
+    def _timed(self, fn, args, kwargs):
+        self._job_started = time.monotonic()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self._job_started = None
+
+    def busy_seconds(self) -> float:
+        """How long the job running now has run (0.0 when the worker is idle): a job that runs
+        far longer than any should is a hung driver, which a watchdog can act on."""
+        started = self._job_started
+        return 0.0 if started is None else time.monotonic() - started
 
     def call(self, fn, /, *args, **kwargs):
         """fn(*args, **kwargs) on the worker's thread, waiting for its result. From a job already
@@ -93,20 +112,30 @@ class Worker:
         return self.call(memory)
 
     # -- lifetime -------------------------------------------------------------------------------
-    def close(self) -> dict | None:
+    def close(self, wait: bool = True) -> dict | None:
         """Let every job already submitted finish, then shut the context down on the worker's
         thread (kg.shutdown: models, tensors, plans and programs freed) and end the thread.
         Returns kg.shutdown()'s count of what the driver still held (all zero when nothing
-        leaked). Closing twice is harmless (None the second time)."""
-        if self.on_worker_thread():
+        leaked). From the moment close is called every submit raises GLContextError, and no job
+        runs after the shutdown. Closing twice is harmless (None the second time).
+
+        wait=False queues the shutdown and returns at once (None): the thread ends once it has
+        run. Only that form may be called from one of the worker's own jobs (a garbage
+        collection running a finalizer there, say), which cannot wait for itself."""
+        if wait and self.on_worker_thread():
             raise GLContextError("A kg.Worker cannot be closed by one of its own jobs (it would "
-                                 "wait for itself); close it from another thread.")
-        with self._close_lock:
+                                 "wait for itself); close it from another thread, or with "
+                                 "close(wait=False).")
+        with self._lock:
             if self._closed:
                 return None
             self._closed = True
+            shutdown = self._executor.submit(context.shutdown)      # the last job ever queued
+        self._executor.shutdown(wait=False)
+        if not wait:
+            return None
         try:
-            return self._executor.submit(context.shutdown).result()
+            return shutdown.result()
         finally:
             self._executor.shutdown(wait=True)
 

@@ -1,17 +1,20 @@
 #!/usr/bin/env python
 """`kerasgl serve` under load: requests/s and latency (p50, p99) at several client concurrencies,
-dynamic batching on and off, next to batch-1 model.predict in one process, for the small CNN
-shipped with kerasgl (kerasgl/_data/digits_cnn.keras) and MobileNetV2 (keras.applications,
-weights=None).
+dynamic batching on and off, over TF Serving's REST API (JSON) and the Open Inference Protocol's
+gRPC (tritonclient.grpc.aio, raw tensors) against the same server, next to batch-1
+model.predict in one process, for the small CNN shipped with kerasgl
+(kerasgl/_data/digits_cnn.keras) and MobileNetV2 (keras.applications, weights=None).
 
     python scripts/bench_serve.py                       # the figures of docs/serving.md
     python scripts/bench_serve.py --quick               # a short run (a few seconds per point)
     python scripts/bench_serve.py --models small_cnn --concurrency 1,8 --requests 500
     python scripts/bench_serve.py --ray-actors 1,2      # also kerasgl.ray.Predictor, 1 and 2 actors
+    python scripts/bench_serve.py --protocols rest      # REST only (gRPC needs tritonclient[grpc])
 
 Each point starts from a warm server (every batch size's plan compiled before it listens) and
-sends batch-1 requests (one example, row format, bodies encoded once beforehand) from that many
-concurrent clients (httpx, asyncio) on 127.0.0.1 for a fixed number of requests. The clients run
+sends batch-1 requests (one example; REST: row format, bodies encoded once beforehand; gRPC: one
+raw FP32 tensor) from that many concurrent clients (httpx or tritonclient.grpc.aio, asyncio) on
+127.0.0.1 for a fixed number of requests. The clients run
 on the same machine as the server and take CPU from it: on a machine with few cores the figures
 are the server's and the clients' together. Writes JSON (--json), the table (--markdown) and a
 plot (--plot, when matplotlib is installed).
@@ -41,6 +44,7 @@ import numpy as np  # noqa: E402
 
 DIGITS = os.path.join(REPO, "kerasgl", "_data", "digits_cnn.keras")
 READY = re.compile(r"on http://127\.0\.0\.1:(\d+) ")
+GRPC = re.compile(r" and grpc://127\.0\.0\.1:(\d+) ")
 
 
 def make_models(folder: str, names: list[str], image_size: int) -> dict:
@@ -76,11 +80,13 @@ def summarize(latencies: list, seconds: float) -> dict:
 
 
 class Server:
-    def __init__(self, name: str, path: str, batching: bool, max_batch: int):
+    def __init__(self, name: str, path: str, batching: bool, max_batch: int, grpc: bool):
         command = [sys.executable, "-m", "kerasgl.cli", "serve", "--model", f"{name}={path}",
                    "--port", "0", "--max-batch-size", str(max_batch), "--max-queue", "4096"]
         if not batching:
             command.append("--no-batching")
+        if grpc:
+            command += ["--grpc-port", "0"]
         env = {**os.environ, "PYTHONPATH": REPO}
         self.process = subprocess.Popen(command, cwd=REPO, env=env, text=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -88,6 +94,8 @@ class Server:
             found = READY.search(line)
             if found:
                 self.url = f"http://127.0.0.1:{found.group(1)}"
+                grpc_port = GRPC.search(line)
+                self.grpc_target = f"127.0.0.1:{grpc_port.group(1)}" if grpc_port else None
                 return
         raise RuntimeError(f"the server did not start (exit {self.process.wait()})")
 
@@ -101,27 +109,27 @@ def metric(text: str, name: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-async def load(url: str, model: str, bodies: list, concurrency: int, requests: int) -> dict:
+async def _timed_clients(send, concurrency: int, requests: int, url: str) -> dict:
+    """`await send(i)` (True when answered 200) for requests 0..requests-1, spread over
+    `concurrency` clients; latencies and the server's mean batch (from its metrics) over them."""
     import httpx
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as session:
-        where = f"/v1/models/{model}:predict"
-        for body in bodies[:2]:                                   # connections open, caches warm
-            (await session.post(where, content=body)).raise_for_status()
-        before = (await session.get("/monitoring/prometheus/metrics")).text
+    async with httpx.AsyncClient(base_url=url, timeout=120) as metrics_client:
+        for i in range(2):                                        # connections open, caches warm
+            if not await send(i):
+                raise RuntimeError("the warm-up requests failed")
+        before = (await metrics_client.get("/monitoring/prometheus/metrics")).text
         latencies, failures = [], 0
 
         async def client(c: int) -> None:
             nonlocal failures
             for i in range(c, requests, concurrency):
                 started = time.perf_counter()
-                reply = await session.post(where, content=bodies[i % len(bodies)])
+                failures += not await send(i)
                 latencies.append(time.perf_counter() - started)
-                failures += reply.status_code != 200
         started = time.perf_counter()
         await asyncio.gather(*(client(c) for c in range(concurrency)))
         seconds = time.perf_counter() - started
-        after = (await session.get("/monitoring/prometheus/metrics")).text
+        after = (await metrics_client.get("/monitoring/prometheus/metrics")).text
     result = summarize(latencies, seconds)
     batches = (metric(after, "kerasgl_serving_batch_size_count")
                - metric(before, "kerasgl_serving_batch_size_count"))
@@ -129,6 +137,42 @@ async def load(url: str, model: str, bodies: list, concurrency: int, requests: i
                 - metric(before, "kerasgl_serving_batch_size_sum"))
     result.update(failures=failures, mean_batch=examples / batches if batches else 0.0)
     return result
+
+
+async def load(url: str, model: str, bodies: list, concurrency: int, requests: int) -> dict:
+    """TF Serving's REST API: JSON bodies over HTTP (httpx)."""
+    import httpx
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as session:
+        where = f"/v1/models/{model}:predict"
+
+        async def send(i: int) -> bool:
+            return (await session.post(where, content=bodies[i % len(bodies)])).status_code == 200
+        return await _timed_clients(send, concurrency, requests, url)
+
+
+async def load_grpc(target: str, url: str, model: str, x: np.ndarray, input_name: str,
+                    concurrency: int, requests: int) -> dict:
+    """The Open Inference Protocol over gRPC: raw FP32 tensors (tritonclient.grpc.aio)."""
+    import tritonclient.grpc as triton
+    import tritonclient.grpc.aio as triton_aio
+    from tritonclient.utils import InferenceServerException
+    tensors = []
+    for i in range(len(x)):
+        tensor = triton.InferInput(input_name, [1, *x.shape[1:]], "FP32")
+        tensor.set_data_from_numpy(x[i:i + 1])
+        tensors.append(tensor)
+    session = triton_aio.InferenceServerClient(target)
+    try:
+        async def send(i: int) -> bool:
+            try:
+                await session.infer(model, [tensors[i % len(tensors)]], client_timeout=120)
+                return True
+            except InferenceServerException:
+                return False
+        return await _timed_clients(send, concurrency, requests, url)
+    finally:
+        await session.close()
 
 
 def ray_actors(path: str, images: int, batch_size: int, actors: list) -> list:
@@ -191,6 +235,10 @@ def _rate(value: float) -> str:
     return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
 
 
+MODES = {"batching": "serve REST, batching", "grpc_batching": "serve gRPC, batching",
+         "no_batching": "serve REST, no batching", "grpc_no_batching": "serve gRPC, no batching"}
+
+
 def markdown(results: dict) -> str:
     lines = ["| model | mode | clients | requests/s | p50 ms | p99 ms | mean batch |",
              "|---|---|---:|---:|---:|---:|---:|"]
@@ -199,9 +247,9 @@ def markdown(results: dict) -> str:
         lines.append(f"| {model} | predict() in process, batch 1 | 1 | "
                      f"{_rate(alone['requests_per_s'])} | {alone['p50_ms']:.2f} | "
                      f"{alone['p99_ms']:.2f} | 1 |")
-        for mode in ("batching", "no_batching"):
-            for point in runs[mode]:
-                lines.append(f"| {model} | serve, {mode.replace('_', ' ')} | {point['clients']} | "
+        for mode, shown in MODES.items():
+            for point in runs.get(mode, []):
+                lines.append(f"| {model} | {shown} | {point['clients']} | "
                              f"{_rate(point['requests_per_s'])} | {point['p50_ms']:.1f} | "
                              f"{point['p99_ms']:.1f} | {point['mean_batch']:.1f} |")
     ray_lines = [f"| {model} | {p['actors']} | {p['images']} | {p['seconds']:.1f} | "
@@ -227,10 +275,12 @@ def plot(results: dict, path: str) -> None:
     figure, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4), squeeze=False)
     for axis, name in zip(axes[0], names):
         runs = results["models"][name]
-        for mode, style in (("batching", "o-"), ("no_batching", "s--")):
-            clients = [p["clients"] for p in runs[mode]]
-            axis.plot(clients, [p["requests_per_s"] for p in runs[mode]], style,
-                      label=f"serve, {mode.replace('_', ' ')}")
+        for mode, style in (("batching", "o-"), ("no_batching", "s--"),
+                            ("grpc_batching", "^-"), ("grpc_no_batching", "v--")):
+            points = runs.get(mode, [])
+            if points:
+                axis.plot([p["clients"] for p in points], [p["requests_per_s"] for p in points],
+                          style, label=MODES[mode])
         axis.axhline(runs["in_process_batch1"]["requests_per_s"], color="gray", linestyle=":",
                      label="predict() in process, batch 1")
         axis.set_xscale("log", base=2)
@@ -253,6 +303,8 @@ def main(argv=None) -> int:
     parser.add_argument("--image-size", type=int, default=224, help="MobileNetV2's input size")
     parser.add_argument("--max-batch-size", type=int, default=32)
     parser.add_argument("--quick", action="store_true", help="few requests per point")
+    parser.add_argument("--protocols", default="rest,grpc",
+                        help="rest, grpc or both (the same server answers both)")
     parser.add_argument("--ray-actors", default="", help="also time kerasgl.ray.Predictor with "
                         "these numbers of actors (e.g. 1,2; needs ray[data])")
     parser.add_argument("--ray-images", type=int, default=256)
@@ -261,6 +313,7 @@ def main(argv=None) -> int:
     parser.add_argument("--plot", help="write a PNG plot here")
     args = parser.parse_args(argv)
     names = args.models.split(",")
+    protocols = args.protocols.split(",")
     levels = [int(v) for v in args.concurrency.split(",")]
     requests = {"small_cnn": 300 if args.quick else args.requests,
                 "MobileNetV2": 64 if args.quick else max(64, args.requests // 10)}
@@ -271,6 +324,7 @@ def main(argv=None) -> int:
             import kerasgl as kg
             with kg.load_model(path) as model:
                 shape = model.inputs[0].shape[1:]
+                input_name = model.inputs[0].name
             rng = np.random.default_rng(0)
             x = rng.random((8, *shape), dtype=np.float32)
             bodies = [json.dumps({"instances": x[i:i + 1].tolist()}).encode() for i in range(8)]
@@ -279,14 +333,22 @@ def main(argv=None) -> int:
             print(f"{name}: predict() in process, batch 1: {runs['in_process_batch1']}", flush=True)
             kg.shutdown()       # the servers have the CPUs (and llvmpipe's threads) to themselves
             for mode, batching in (("batching", True), ("no_batching", False)):
-                server = Server(name, path, batching, args.max_batch_size)
-                runs[mode] = []
+                server = Server(name, path, batching, args.max_batch_size, "grpc" in protocols)
                 try:
                     for clients in levels:
-                        point = asyncio.run(load(server.url, name, bodies, clients, requests[name]))
-                        point["clients"] = clients
-                        runs[mode].append(point)
-                        print(f"{name}: serve, {mode}, {clients} clients: {point}", flush=True)
+                        loads = {}
+                        if "rest" in protocols:
+                            loads[mode] = lambda: load(server.url, name, bodies, clients,
+                                                       requests[name])
+                        if "grpc" in protocols:
+                            loads[f"grpc_{mode}"] = lambda: load_grpc(
+                                server.grpc_target, server.url, name, x, input_name, clients,
+                                requests[name])
+                        for key, work in loads.items():          # one protocol at a time
+                            point = asyncio.run(work())
+                            point["clients"] = clients
+                            runs.setdefault(key, []).append(point)
+                            print(f"{name}: {MODES[key]}, {clients} clients: {point}", flush=True)
                 finally:
                     server.stop()
             results["models"][name] = runs

@@ -21,6 +21,8 @@ def render() -> str:
     from kerasgl.layers import LAYER_CLASSES
     from kerasgl.keras_ops.node import OP_CLASSES
     from kerasgl.layers.refusals import REFUSED_LAYERS, REFUSED_OPS
+    from kerasgl.layers.tf_ops.functions import FUNCTIONS as TF_FUNCTIONS
+    from kerasgl.layers.tf_ops.node_def import OPS as TF_OPS
 
     def grouped(registry):
         """(the module's file, its class names), by file: kerasgl/layers/core/dense.py."""
@@ -44,6 +46,15 @@ def render() -> str:
               "(numpy, nn, math, linalg, image, core), then by family.", ""]
     for module, names in grouped(OP_CLASSES):
         lines.append(f"- `{module}`: " + ", ".join(names))
+    lines += ["", f"## TensorFlow functions recorded in tf.keras files ({len(TF_FUNCTIONS)})", "",
+              "tf.keras saves a `tf.*` call on Keras tensors as a TFOpLambda (or, for `x[...]`, "
+              "SlicingOpLambda) layer naming the function as it was dispatched; each name below is "
+              "also accepted with a `compat.v1.` prefix. [TensorFlow op layers](tf_op_layers.md) "
+              "says how they run and what is refused.", ""]
+    for module, names in grouped({name: entry[0] for name, entry in TF_FUNCTIONS.items()}):
+        lines.append(f"- `{module}`: " + ", ".join(names))
+    lines += ["", f"TensorFlowOpLayer NodeDef ops (TF 2.0 - 2.3 files, {len(TF_OPS)}): "
+              + ", ".join(sorted(TF_OPS))]
     for title, table in (("Keras layer classes refused on purpose", REFUSED_LAYERS),
                          ("keras.ops operations refused on purpose", REFUSED_OPS)):
         lines += ["", f"## {title} ({len(table)})", "",

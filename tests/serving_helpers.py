@@ -14,6 +14,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGITS = os.path.join(REPO, "kerasgl", "_data", "digits_cnn.keras")
 TEXT_MODEL = os.path.join(REPO, "tests", "data", "strings", "string_lookup_embedding.keras")
 _READY = re.compile(r"kerasgl serve: .* on http://127\.0\.0\.1:(\d+) ")
+_GRPC = re.compile(r" and grpc://127\.0\.0\.1:(\d+) ")
 
 
 def build_models(folder) -> dict:
@@ -44,8 +45,25 @@ def build_models(folder) -> dict:
     return paths
 
 
+def build_slow_model(folder) -> str:
+    """A model whose every predict keeps the GPU busy for seconds (about 5 s on llvmpipe on two
+    cores: eight 64-channel 3x3 convolutions at 512x512) from an input of 16 numbers, so that a
+    test can act while a GPU job runs."""
+    import keras
+    keras.utils.set_random_seed(4)
+    seed = keras.Input((4, 4, 1), name="seed")
+    hidden = keras.layers.UpSampling2D(128)(seed)
+    for _ in range(8):
+        hidden = keras.layers.Conv2D(64, 3, padding="same", activation="relu")(hidden)
+    model = keras.Model(seed, keras.layers.GlobalAveragePooling2D(name="mean")(hidden), name="slow")
+    path = os.path.join(str(folder), "slow.keras")
+    model.save(path)
+    return path
+
+
 class Server:
-    """`kerasgl serve` in a subprocess, on a free loopback port (--port 0)."""
+    """`kerasgl serve` in a subprocess, on a free loopback port (--port 0); `grpc_port` is the
+    gRPC port when it was given --grpc-port (0: a free one)."""
 
     def __init__(self, models: dict, *options, timeout=180):
         command = [sys.executable, "-m", "kerasgl.cli", "serve", "--port", "0"]
@@ -73,6 +91,8 @@ class Server:
             self.stop()
             raise AssertionError("the server did not start:\n" + "".join(self.lines))
         self.url = f"http://127.0.0.1:{self.port}"
+        grpc = _GRPC.search(self.output())
+        self.grpc_port = int(grpc.group(1)) if grpc else None
 
     def output(self) -> str:
         return "".join(self.lines)
@@ -107,6 +127,12 @@ def metric(text: str, name: str, **labels) -> float:
         if sample == name and found == wanted:
             return float(value)
     return 0.0
+
+
+def rss_bytes(pid: int) -> int:
+    """A process's resident memory (Linux: /proc), for the load tests' reports."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+        return next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:"))
 
 
 def wait_until(condition, timeout=10.0, step=0.02):

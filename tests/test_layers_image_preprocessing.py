@@ -1,13 +1,14 @@
 """Image preprocessing layers against Keras 3 (.keras and .h5), as predict runs them: Resizing
-(bilinear and nearest, up- and downscaling, odd sizes, antialias, crop_to_aspect_ratio,
-pad_to_aspect_ratio, channels_first), CenterCrop (cropping, and smart_resize where the input is
-smaller), the random augmentation layers (the identity at inference; masks end there),
-non-finite inputs, texture-stored inputs, and what is refused at load (other interpolations,
-integer images, RandomCrop that Keras leaves uncropped)."""
+(bilinear, nearest, bicubic, lanczos3, lanczos5; up- and downscaling, odd sizes, antialias,
+crop_to_aspect_ratio, pad_to_aspect_ratio, channels_first), CenterCrop (cropping, and
+smart_resize where the input is smaller), the random augmentation layers (the identity at
+inference, RandomCrop of any input size included; masks end there), non-finite inputs,
+texture-stored inputs, and what is refused at load (the TensorFlow backend's interpolations,
+integer images)."""
 import numpy as np
 import pytest
 from keras_ref import assert_matches_keras, keras
-from spatial_helpers import assert_branches_match_keras, assert_layer_matches, layer_spec
+from spatial_helpers import F, assert_branches_match_keras, assert_layer_matches, layer_spec
 
 import kerasgl as kg
 from kerasgl.layers.preprocessing.image_preprocessing import CenterCrop, Resizing
@@ -57,6 +58,29 @@ def test_resizing_crop_to_aspect_ratio_and_channels_first(tmp_path):
               L.Resizing(2, 7, crop_to_aspect_ratio=True, data_format="channels_first",
                          name="cf_crop")]
     assert_branches_match_keras(tmp_path, (9, 6, 3), layers, "resizing_crop")
+
+
+@pytest.mark.parametrize("interpolation, channels", [
+    ("bicubic", 3), ("lanczos3", 4), ("lanczos5", 3)])
+def test_resizing_kernel_methods(interpolation, channels, tmp_path):
+    """jax.image.resize's Keys cubic and Lanczos kernels: up, down, mixed, one axis kept (jax
+    skips it), the same size, antialiased (wider kernels downscaling, plain ones upscaling),
+    crop_to_aspect_ratio, pad_to_aspect_ratio and channels_first."""
+    def resizing(height, width, name, **options):
+        return L.Resizing(height, width, interpolation=interpolation, name=name, **options)
+    layers = [resizing(4, 5, "down"), resizing(23, 19, "up"), resizing(6, 30, "mixed"),
+              resizing(17, 7, "rows_kept"), resizing(17, 12, "same"), resizing(1, 1, "one_pixel"),
+              resizing(4, 5, "down_aa", antialias=True), resizing(3, 2, "far_down_aa",
+                                                                  antialias=True),
+              resizing(6, 30, "mixed_aa", antialias=True),
+              resizing(23, 19, "up_aa", antialias=True),
+              resizing(3, 8, "crop", crop_to_aspect_ratio=True),
+              resizing(12, 12, "crop_same", crop_to_aspect_ratio=True),
+              resizing(5, 9, "pad", pad_to_aspect_ratio=True, fill_value=0.5),
+              resizing(8, 3, "pad_aa", pad_to_aspect_ratio=True, antialias=True, fill_value=-1.0),
+              resizing(7, 4, "cf", data_format="channels_first")]
+    assert_branches_match_keras(tmp_path, (17, 12, channels), layers,
+                                f"resizing_{interpolation}")
 
 
 @pytest.mark.parametrize("channels", [3, 4])
@@ -140,7 +164,7 @@ def test_non_finite_images(tmp_path):
     exact = keras.Model(inputs, [L.Resizing(4, 7, interpolation="nearest")(inputs),
                                  L.CenterCrop(3, 4)(inputs), L.RandomFlip()(inputs)], name="exact")
     assert_matches_keras(exact, tmp_path, inputs=[images], randomize=False)
-    for layer in (L.Resizing(4, 7), L.CenterCrop(8, 4)):
+    for layer in (L.Resizing(4, 7), L.CenterCrop(8, 4), L.Resizing(3, 7, interpolation="lanczos3")):
         model = keras.Sequential([keras.Input((6, 5, 3)), layer], name=f"nan_{layer.name}")
         assert np.isnan(model.predict(images, verbose=0)[0, :, :, 1]).all()   # the NaN's channel
         with kg.load_model(_saved(tmp_path, model)) as loaded:
@@ -154,6 +178,8 @@ def test_non_finite_images(tmp_path):
 def test_texture_input():
     x = np.random.default_rng(0).uniform(-1, 1, (2, 7, 9, 4)).astype("float32")
     for keras_layer, cls in [(L.Resizing(4, 13, crop_to_aspect_ratio=True), Resizing),
+                             (L.Resizing(5, 3, interpolation="bicubic", antialias=True),
+                              Resizing),
                              (L.CenterCrop(8, 5), CenterCrop), (L.CenterCrop(3, 4), CenterCrop)]:
         ours = cls(layer_spec(keras_layer), 3)
         assert_layer_matches(ours, x, np.asarray(keras_layer(x)), storage="texture")
@@ -165,12 +191,11 @@ def _saved(tmp_path, model, fmt=".keras"):
     return path
 
 
-@pytest.mark.parametrize("layer, match", [
-    (L.Resizing(4, 4, interpolation="bicubic"), "interpolation='bicubic'"),
-    (L.Resizing(4, 4, interpolation="lanczos3"), "interpolation='lanczos3'"),
-    (L.Resizing(4, 4, interpolation="lanczos5"), "interpolation='lanczos5'"),
-])
-def test_unsupported_options_refused_at_load(layer, match, tmp_path):
+@pytest.mark.parametrize("interpolation", ["area", "gaussian", "mitchellcubic"])
+def test_unsupported_options_refused_at_load(interpolation, tmp_path):
+    """Keras's TensorFlow backend's methods: Keras on JAX refuses them when it runs."""
+    layer = L.Resizing(4, 4, interpolation=interpolation)
+    match = f"interpolation='{interpolation}'"
     model = keras.Sequential([keras.Input((6, 5, 3)), layer], name="refused")
     for fmt in (".keras", ".h5"):
         with pytest.raises(kg.UnsupportedLayerError, match=match):
@@ -185,14 +210,23 @@ def test_integer_images_refused_at_load(tmp_path):
             kg.load_model(_saved(tmp_path, model))
 
 
-def test_random_crop_that_keras_leaves_uncropped_is_refused(tmp_path):
-    model = keras.Sequential([keras.Input((6, 5, 3)), L.RandomCrop(3, 4)], name="random_crop")
+def test_random_crop_returns_the_images_as_keras_predict_does(tmp_path):
+    """Keras 3's RandomCrop crops only when training (keras-team/keras#21868): predict returns
+    the images as they are, smaller, larger or of another aspect ratio than the crop, although the
+    layer declares a (height, width) output, and the following layers get them so."""
+    inputs = keras.Input((6, 5, 3))
+    outputs = [L.RandomCrop(3, 4)(inputs), L.RandomCrop(8, 8)(inputs),
+               L.RandomCrop(6, 5)(inputs), L.RandomCrop(2, 3, data_format="channels_first")(inputs),
+               L.GlobalAveragePooling2D()(F.Conv2D(2, 3)(L.RandomCrop(4, 4)(inputs)))]
+    model = keras.Model(inputs, outputs, name="random_crop")
     images = np.random.default_rng(0).uniform(-1, 1, (2, 6, 5, 3)).astype("float32")
-    # Keras 3's predict returns the images as they are, not (3, 4) as the layer declares.
-    np.testing.assert_array_equal(model.predict(images, verbose=0), images)
-    assert model.output_shape == (None, 3, 4, 3)
-    with pytest.raises(kg.UnsupportedLayerError, match="uncropped"):
-        kg.load_model(_saved(tmp_path, model))
+    expected = assert_matches_keras(model, tmp_path, inputs=[images])
+    for out in expected[:4]:
+        np.testing.assert_array_equal(out, images)
+    # Keras declares the crop's size; kerasgl's shapes are those its predict gives.
+    assert model.output_shape[0] == (None, 3, 4, 3)
+    with kg.load_model(_saved(tmp_path, model)) as loaded:
+        assert loaded.output_shape[0] == (None, 6, 5, 3)
 
 
 def test_resizing_256_to_224_in_front_of_a_real_classifier(tmp_path):

@@ -3,7 +3,7 @@ resize (nearest / bilinear, antialias, crop / pad to aspect ratio, channels_firs
 crop_images / pad_images (every way to give the sizes), rgb_to_grayscale, rgb_to_hsv and back
 (also of rank-3 tensors), gaussian_blur, sobel_edges, extract_patches, affine_transform (every
 fill mode, nearest and bilinear), perspective_transform, ssim, and what is refused at load
-(rank-3 images where rows mix, bicubic resizing, rank-2 points, map_coordinates,
+(rank-3 images where rows mix, area resizing, rank-2 points, map_coordinates,
 elastic_transform)."""
 import numpy as np
 import pytest
@@ -172,7 +172,7 @@ def _saved(tmp_path, model):
 
 
 @pytest.mark.parametrize("name, build", [
-    ("Resize", lambda x: image.resize(x, (4, 4), interpolation="bicubic")),
+    ("Resize", lambda x: image.resize(x, (4, 4), interpolation="area")),
     ("MapCoordinates", lambda x: image.map_coordinates(
         x[:, :, :, 0], ops.zeros((3, 2, 4, 4)), 1)),
     ("ElasticTransform", lambda x: image.elastic_transform(x)),
@@ -182,7 +182,7 @@ def test_refused_at_load(name, build, tmp_path):
     model = _model((4, 4, 3), build, f"refused_{name.lower()}", batch_shape=2)
     with pytest.raises(kg.UnsupportedLayerError, match=name) as error:
         kg.load_model(_saved(tmp_path, model))
-    reasons = {"Resize": "bicubic", "ElasticTransform": "random", "MapCoordinates": "batch"}
+    reasons = {"Resize": "area", "ElasticTransform": "random", "MapCoordinates": "batch"}
     assert reasons[name] in str(error.value)
 
 

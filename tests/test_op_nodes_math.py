@@ -1,5 +1,6 @@
 """keras.ops maths recorded as op nodes (layers/op_nodes_math.py) against live Keras: the
-elementwise functions that are not activations, and var / std / logsumexp / norm."""
+elementwise functions that are not activations, and var / std / logsumexp / norm (vector and
+matrix norms; the SVD ones and axis=None refused)."""
 import os
 
 import numpy as np
@@ -31,16 +32,42 @@ def test_statistics(tmp_path):
     assert_matches_keras(model, tmp_path)
 
 
+def test_vector_and_matrix_norms(tmp_path):
+    """ops.norm over one axis (every kind of ord, p < 0 with zeros: jnp's inf terms), over two
+    (the matrix norms without SVD, either axis order), keepdims, int32 and bool inputs (float32
+    out). Keras's own graph runs a tuple axis only (an int becomes an unhashable list for jit)."""
+    x = keras.Input((4, 5), name="x")
+    i = keras.Input((4, 5), dtype="int32", name="i")
+    b = keras.Input((4, 5), dtype="bool", name="b")
+    vector = [ops.norm(x, ord=order, axis=(axis,), keepdims=keepdims) for order, axis, keepdims in
+              [(None, 2, False), (2, 1, True), (1, -1, False), (np.inf, 1, False),
+               (-np.inf, 2, True), (0, 2, False), (3, 2, True), (-1.5, 2, False),
+               (0.5, 1, False), (-1, -1, False)]]
+    matrix = [ops.norm(x, ord=order, axis=axes, keepdims=keepdims) for order, axes, keepdims in
+              [(1, (1, 2), False), (-1, (2, 1), False), (np.inf, (1, 2), True),
+               (-np.inf, (2, 1), False), (np.inf, (-1, -2), False)]]
+    typed = [ops.norm(i, axis=(2,)), ops.norm(b, ord=1, axis=(1,)),
+             ops.norm(i, ord=np.inf, axis=(1, 2)), ops.norm(i, ord=-0.5, axis=(2,))]
+    model = keras.Model([x, i, b], vector + matrix + typed, name="norms")
+    rng = np.random.default_rng(7)
+    values = rng.uniform(-2, 2, (3, 4, 5)).astype("float32")
+    values[0, 1, :2], values[1, :, 3], values[2, 2, :] = 0.0, 0.0, 0.0
+    inputs = [values, rng.integers(-3, 4, (3, 4, 5)).astype("int32"), rng.random((3, 4, 5)) < 0.5]
+    assert_matches_keras(model, tmp_path, inputs=inputs)
+
+
 def test_unsupported_options_are_refused_at_load(tmp_path):
     x = keras.Input((4, 5), name="x")
-    model = keras.Model(x, [ops.round(x, 2), ops.norm(x, ord="nuc", axis=(1, 2)), ops.norm(x, ord=1, axis=1)], name="refused")
+    model = keras.Model(x, [ops.round(x, 2), ops.norm(x, ord="nuc", axis=(1, 2)),
+                            ops.norm(x, ord=-2, axis=(1, 2)), ops.norm(x, keepdims=True)],
+                        name="refused")
     path = os.path.join(str(tmp_path), "refused.keras")
     model.save(path)
     with pytest.raises(kg.UnsupportedLayerError) as refused:
         kg.load_model(path)
     message = str(refused.value)
-    assert "decimals=2" in message and "ord='nuc'" in message \
-        and "ord=1" in message and message.count("  - ") == 3, message
+    assert "decimals=2" in message and "ord='nuc'" in message and "ord=-2" in message \
+        and "SVD" in message and "axis=None" in message and message.count("  - ") == 4, message
 
 
 def test_cumulative(tmp_path):

@@ -1,6 +1,7 @@
 """The last keras.ops families (keras_ops/numpy/bitwise.py, op_nodes_scatter.py): bitwise ops,
 shifts, gcd / lcm, isclose, isin, angle / isreal of real tensors, saturate_cast, array,
-unravel_index and cdist against live Keras; the refused ones refused at load, naming why."""
+unravel_index, cdist, and ops.image.resize's kernel methods (bicubic, lanczos3, lanczos5)
+against live Keras; the refused ones refused at load, naming why."""
 import os
 
 import numpy as np
@@ -78,6 +79,26 @@ def test_isin_unravel_index_cdist(tmp_path):
     inputs = [a, ids, rng.uniform(-1, 1, (2, 3, 4)).astype("float32"),
               rng.uniform(-1, 1, (2, 5, 4)).astype("float32")]
     assert_matches_keras(model, tmp_path, inputs=inputs)
+
+
+def test_image_resize_kernel_methods(tmp_path):
+    """ops.image.resize with jax's Keys cubic and Lanczos kernels (the Resizing layer's cases
+    are in test_layers_image_preprocessing.py): down, up, antialiased, cropped, padded,
+    channels_first, one image dimension unknown until predict (tables made at the first call)."""
+    resize = keras.ops.image.resize
+    x = keras.Input((None, 11, 4), name="x")
+    outputs = [resize(x, (5, 4), interpolation="bicubic"),
+               resize(x, (5, 4), interpolation="lanczos3", antialias=True),
+               resize(x, (16, 13), interpolation="lanczos5"),
+               resize(x, (3, 6), interpolation="bicubic", antialias=True,
+                      crop_to_aspect_ratio=True),
+               resize(x, (6, 3), interpolation="lanczos5", antialias=True,
+                      pad_to_aspect_ratio=True, fill_value=2.0),
+               resize(ops.transpose(x, (0, 3, 1, 2)), (4, 7), interpolation="lanczos3",
+                      data_format="channels_first")]
+    model = keras.Model(x, outputs, name="resize_kernels")
+    images = np.random.default_rng(8).uniform(-1, 1, (2, 9, 11, 4)).astype("float32")
+    assert_matches_keras(model, tmp_path, inputs=[images])
 
 
 def _refused(model, tmp_path, *words):

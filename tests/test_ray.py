@@ -40,6 +40,26 @@ def test_predictor_in_this_process_and_its_errors():
         assert kg.zeros((1,)).numpy().shape == (1,)     # a context on this thread again
 
 
+def test_predictor_closes_at_the_actors_shutdown_and_never_waits_on_its_own_thread():
+    """Ray calls __ray_shutdown__ as an actor ends gracefully: the worker closes there. A
+    garbage collection may finalize a predictor on any thread, the worker's own included: that
+    queues the close instead of waiting for itself (which used to leave the context open)."""
+    kg.shutdown()
+    predictor = kerasgl.ray.Predictor(DIGITS)
+    worker = predictor._worker
+    predictor.__ray_shutdown__()
+    assert worker.closed
+    kg.Worker().close()              # made only while no thread holds the context: it was freed
+    collected = kerasgl.ray.Predictor(DIGITS)
+    worker = collected._worker
+    worker.submit(collected.__del__).result(30)     # as a collection on the worker's thread
+    worker._executor.shutdown(wait=True)
+    assert worker.closed
+    kg.Worker().close()
+    with kg.tidy():
+        assert kg.zeros((1,)).numpy().shape == (1,)     # a context on this thread again
+
+
 @pytest.fixture(scope="module")
 def cluster():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,

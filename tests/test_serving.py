@@ -16,7 +16,7 @@ require("uvicorn")
 require("starlette")
 
 import kerasgl as kg  # noqa: E402
-from serving_helpers import Server, as_float32, build_models, metric  # noqa: E402
+from serving_helpers import Server, as_float32, build_models, metric, rss_bytes  # noqa: E402
 
 MAX_BATCH = 16
 
@@ -180,6 +180,8 @@ BAD_REQUESTS = [
     (json.dumps({"instances": [[1e300] * 6]}), "too large for float32"),
     (json.dumps({"instances": [{"features": ROW, "extra": 1}]}), "names ['extra']"),
     (json.dumps({"instances": [ROW] * (MAX_BATCH + 1)}), f"at most {MAX_BATCH} per request"),
+    # Deeper than Python's parser recurses: a 400, not a RecursionError (500).
+    (b'{"instances": ' + b"[" * 20000 + b"]" * 20000 + b"}", "nests lists or objects too deeply"),
 ]
 
 
@@ -219,19 +221,23 @@ def test_load_batches_and_leaks_nothing(server, keras_models):
         limits = httpx.Limits(max_connections=20, max_keepalive_connections=20)
         async with httpx.AsyncClient(base_url=server.url, timeout=30, limits=limits) as session:
             before = (await session.get("/monitoring/prometheus/metrics")).text
-            answers = [None] * 2000
+            rss_before = rss_bytes(server.process.pid)
+            answers, latencies = [None] * 2000, []
 
             async def one_client(c):
                 for i in range(c, 2000, 20):
+                    sent = time.perf_counter()
                     reply = await session.post("/v1/models/digits:predict", content=bodies[i % 50])
+                    latencies.append(time.perf_counter() - sent)
                     answers[i] = (reply.status_code, reply.json())
             started = time.perf_counter()
             await asyncio.gather(*(one_client(c) for c in range(20)))
             seconds = time.perf_counter() - started
             after = (await session.get("/monitoring/prometheus/metrics")).text
-            return before, answers, after, seconds
+            return before, answers, after, seconds, sorted(latencies), rss_before
 
-    before, answers, after, seconds = asyncio.run(load())
+    before, answers, after, seconds, latencies, rss_before = asyncio.run(load())
+    rss_after = rss_bytes(server.process.pid)
     assert seconds < 60
     assert {code for code, _ in answers} == {200}
     for i in range(0, 2000, 37):
@@ -242,7 +248,11 @@ def test_load_batches_and_leaks_nothing(server, keras_models):
     examples = (metric(after, "kerasgl_serving_batch_size_sum", model="digits")
                 - metric(before, "kerasgl_serving_batch_size_sum", model="digits"))
     assert examples == 2000 and 0 < batches < 2000
-    print(f"2000 requests in {seconds:.1f} s, mean batch {examples / batches:.1f}")
+    print(f"REST: 2000 requests from 20 clients in {seconds:.1f} s ({2000 / seconds:.0f}/s), p50 "
+          f"{1000 * latencies[1000]:.1f} ms, p99 {1000 * latencies[1980]:.1f} ms, mean batch "
+          f"{examples / batches:.1f}, GPU bytes {metric(before, 'kerasgl_serving_gpu_bytes'):.0f} "
+          f"-> {metric(after, 'kerasgl_serving_gpu_bytes'):.0f}, server RSS "
+          f"{rss_before / 2**20:.0f} -> {rss_after / 2**20:.0f} MiB")
     assert examples / batches > 1.0
     served = (metric(after, "kerasgl_serving_requests_total", model="digits", status="200")
               - metric(before, "kerasgl_serving_requests_total", model="digits", status="200"))

@@ -2,6 +2,7 @@
 every GL object released, and a later call on another thread makes a fresh context."""
 import asyncio
 import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -163,3 +164,62 @@ def test_a_worker_cannot_take_a_context_another_thread_owns(free_context):
     with ThreadPoolExecutor(1) as other, pytest.raises(kg.GLContextError):
         other.submit(kg.shutdown).result()     # nor may another thread shut it down
     assert context.has_context()
+
+
+def test_close_is_atomic_with_submit(free_context):
+    """A submit that has passed its check of the worker's state when close() begins: its job is
+    queued before the context's shutdown (close waits for it), never behind it, where it would
+    make a fresh context on the exiting thread or fail with the executor's own error. A trace
+    function holds the submitting thread at that point, so the race happens every time."""
+    import linecache
+    worker = kg.Worker()
+    reached, go, outcome = threading.Event(), threading.Event(), {}
+
+    def hold_before_queueing(frame, event, arg):
+        if frame.f_code.co_name == "submit" and frame.f_code.co_filename.endswith("worker.py"):
+            def local(frame, event, arg):
+                line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+                if event == "line" and "self._executor.submit(" in line and not reached.is_set():
+                    reached.set()
+                    go.wait(10)
+                return local
+            return local
+        return None
+
+    def submitter():
+        threading.settrace(hold_before_queueing)
+        sys.settrace(hold_before_queueing)
+        try:
+            outcome["result"] = worker.submit(lambda: kg.zeros((4,)).numpy().sum()).result(30)
+        except BaseException as exc:
+            outcome["result"] = exc
+        finally:
+            sys.settrace(None)
+
+    submitting = threading.Thread(target=submitter)
+    submitting.start()
+    assert reached.wait(10)
+    closing = threading.Thread(target=lambda: outcome.setdefault("closed", worker.close()))
+    closing.start()
+    closing.join(0.5)                    # close either waits for the submit, or is done
+    go.set()
+    submitting.join(30)
+    closing.join(30)
+    assert outcome["result"] == 0.0, outcome
+    assert outcome["closed"] == ZERO
+    assert not context.has_context(), "a job ran after the shutdown: a fresh context"
+    assert objects.live_gl_objects() == []
+
+
+def test_close_without_waiting_from_a_job(free_context):
+    """close(wait=False) from one of the worker's own jobs (a finalizer run by a garbage
+    collection there, say) queues the shutdown instead of waiting for itself."""
+    worker = kg.Worker()
+    model = worker.load_model(DIGITS)
+    worker.submit(worker.close, wait=False).result(30)
+    assert worker.closed
+    with pytest.raises(kg.GLContextError, match="closed"):
+        worker.submit(print)
+    worker._executor.shutdown(wait=True)         # the thread has run the shutdown and ended
+    assert model.is_disposed and not context.has_context()
+    assert worker.close() is None

@@ -1,20 +1,24 @@
 """keras.ops.linalg (keras/src/ops/linalg.py) as recorded in Keras 3 graphs: the small-matrix ops
 (det, slogdet, logdet, inv, solve, solve_triangular, cholesky, cholesky_inverse, qr, lu_factor)
-and norm (vector and matrix norms).
+and norm (vector norms and the matrix norms that need no SVD).
 
 The matrix ops run ops/linalg_small.py: one shader invocation per matrix (Gauss-Jordan with
 partial pivoting, Cholesky, or Householder QR with LAPACK's sign conventions), exact to float32
-rounding for small well-conditioned matrices. norm runs from reductions (ops/reduce.py).
+rounding for small well-conditioned matrices. norm runs from elementwise ops and reductions
+(ops/reduce.py), as jnp.linalg.norm composes them.
 """
 from __future__ import annotations
 
 
+import numpy as np
+
 from ..ops import elementwise, layout, linalg_small, matmul, reduce
+from ..ops import typed as typed_ops
 from ..ops.slicing import strided_slice
 from ..tensors import ownership
 from ..layers.typed_shapes import TypedShape
 from .node import OpNode, _shape, broadcast_dims, register_op
-from .numpy.reductions import ReduceOp, _keepdims_axis
+from .numpy.reductions import ReduceOp
 
 
 # -------------------------------------------------------------------------------------------------
@@ -158,32 +162,103 @@ class LuFactorOp(_Matrices):
         return list(linalg_small.lu_factor(bound["x"]))
 
 
+_INF = float("inf")
+# Matrix norms from singular values: kerasgl has no SVD.
+_SINGULAR_VALUE_ORDERS = ("nuc", 2, -2)
+
+
 @register_op("Norm")
 class NormOp(ReduceOp):
-    """The Frobenius norm (ord None or "fro") over two axes: sqrt(sum(x * x)). Other orders and
-    vector norms are refused at load: Keras 3's own graph of them does not run (its Norm op hands
-    jax an unhashable axis list), so there is no reference to match."""
+    """jnp.linalg.norm over one axis (a vector norm: ord None or 2, 1, inf, -inf, 0 (the count
+    of nonzeros), any other p: sum(|x|**p)**(1/p)) or two (a matrix norm: None or "fro", 1, -1
+    (max / min over the columns of their sums of |x|), inf, -inf (the same over rows)), int32 and
+    bool inputs as float32 (Keras's result dtype). Refused at load: the singular-value norms
+    ("nuc", 2, -2 over two axes) and axis=None (one norm of the whole batch flattened, which
+    Keras's own predict cannot batch)."""
     params = ("x", "ord", "axis", "keepdims")
-    shaders = ("reduce.comp", "binary.comp", "unary.comp")
+    input_dtypes = ("float32", "int32", "bool")
+    shaders = ("reduce.comp", "binary.comp", "unary.comp", "typed_unary.comp")
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.check({})                     # the config's options: refused with the other layers
+        self.axes({})                    # the config's options: refused with the other layers
 
     def output_shape(self, bound):
-        self.check(bound)
+        self.axes(bound, len(_shape(bound["x"])))
         return super().output_shape(bound)
 
-    def check(self, bound):
+    def axes(self, bound, rank: int | None = None) -> tuple:
+        """The axes as given (a matrix norm's (rows, columns) in order), non-negative once the
+        rank is known; unsupported() for what kerasgl does not compute."""
         order, axis = self.opt(bound, "ord"), self.opt(bound, "axis")
-        if order not in (None, "fro") or not isinstance(axis, list) or len(axis) != 2:
-            raise self.unsupported(f"ord={order!r} with axis={axis!r} (only the Frobenius norm "
-                                   "over two axes)")
+        if axis is None:
+            raise self.unsupported("axis=None (one norm of the whole batch, flattened)")
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        if len(axes) == 1 and not (order is None or isinstance(order, (int, float))):
+            raise self.unsupported(f"ord={order!r} for a vector norm")
+        if len(axes) == 2 and order in _SINGULAR_VALUE_ORDERS:
+            raise self.unsupported(f"ord={order!r} over two axes (a matrix norm of singular "
+                                   "values: kerasgl has no SVD)")
+        if len(axes) == 2 and order not in (None, "fro", 1, -1, _INF, -_INF):
+            raise self.unsupported(f"ord={order!r} for a matrix norm")
+        if len(axes) not in (1, 2):
+            raise self.unsupported(f"axis={axis!r} (one axis for a vector norm, two for a "
+                                   "matrix norm)")
+        if rank is None:
+            return axes
+        if len(set(self.axes_of(list(axes), rank))) != len(axes):
+            raise self.shape_error(f"axis={axis!r} repeats an axis.")
+        return tuple(a % rank for a in axes)
 
     def run(self, bound):
-        x, axis = bound["x"], _keepdims_axis(self.opt(bound, "axis"))
-        keepdims = bool(self.opt(bound, "keepdims", False))
+        x = bound["x"]
+        order, keepdims = self.opt(bound, "ord"), bool(self.opt(bound, "keepdims", False))
+        axes = self.axes(bound, x.ndim)
 
         def compute():
-            return elementwise.unary("sqrt", reduce.reduce("sum", elementwise.mul(x, x), axis, keepdims))
+            source = typed_ops.as_float(x)[0]          # a converted copy is tidy's to free
+            if len(axes) == 2:
+                return self._matrix_norm(source, order, axes, keepdims)
+            return self._vector_norm(source, order, axes, keepdims)
         return ownership.tidy.run(compute)
+
+    @staticmethod
+    def _euclidean(x, axes, keepdims):
+        """sqrt(sum(x * x)): the vector 2-norm, the matrix Frobenius norm."""
+        return elementwise.unary("sqrt", reduce.reduce("sum", elementwise.mul(x, x), axes,
+                                                       keepdims))
+
+    @classmethod
+    def _vector_norm(cls, x, order, axes, keepdims):
+        if order is None or order == 2:
+            return cls._euclidean(x, axes, keepdims)
+        if order == 0:                             # the count of nonzeros (NaN counts)
+            nonzero = typed_ops.unary("float_truth_as_float", x, "float32")
+            return reduce.reduce("sum", nonzero, axes, keepdims)
+        magnitude = elementwise.unary("abs", x)
+        if order in (_INF, -_INF):
+            return reduce.reduce("max" if order > 0 else "min", magnitude, axes, keepdims)
+        if order == 1:
+            return reduce.reduce("sum", magnitude, axes, keepdims)
+        # jnp: sum(|x| ** p) ** (1 / p), p and 1 / p float32 constants. GLSL leaves pow(0, y)
+        # undefined for y <= 0 (llvmpipe gives 0, not jnp's inf), so a negative p runs as
+        # 1 / |x| ** -p: inf for a zero, which makes the norm 1 / inf ** -(1 / p) = 0, as jnp.
+        p, inverse = np.float32(order), np.float32(1.0) / np.float32(order)
+
+        def power(t, exponent):
+            if exponent > 0:
+                return elementwise.binary("pow", t, float(exponent))
+            return elementwise.div(1.0, elementwise.binary("pow", t, float(-exponent)))
+        return power(reduce.reduce("sum", power(magnitude, p), axes, keepdims), inverse)
+
+    @classmethod
+    def _matrix_norm(cls, x, order, axes, keepdims):
+        if order in (None, "fro"):
+            return cls._euclidean(x, axes, keepdims)
+        # 1 / -1: the largest / smallest column sum of |x| (summed over the rows); inf / -inf:
+        # the largest / smallest row sum. The second reduction also runs over the summed axis,
+        # of size 1 by then: keepdims then applies to both.
+        rows, columns = axes
+        summed = rows if order in (1, -1) else columns
+        sums = reduce.reduce("sum", elementwise.unary("abs", x), summed, True)
+        return reduce.reduce("max" if order > 0 else "min", sums, axes, keepdims)

@@ -10,7 +10,10 @@ Serving's usual path), kept by prometheus_client in a registry of the server's o
     kerasgl_serving_gpu_objects{kind}                  GL buffers, textures, programs held
 
 Labels only ever take the names of the served models ("" for a request naming no served model),
-never a value a client chose, so a client cannot grow the registry.
+never a value a client chose, so a client cannot grow the registry. Requests over gRPC count
+with the HTTP status of their gRPC code (failures.py). A scrape reads values kept up to date as
+the server works (the GPU figures are read on the worker after each batch): it never queues
+work on the GPU, so it answers while a batch runs.
 """
 from __future__ import annotations
 
@@ -69,11 +72,13 @@ class ServingMetrics:
     def watch_queue(self, model: str, batcher) -> None:
         self.queue_depth.labels(model).set_function(lambda: batcher.depth)
 
-    def render(self, memory) -> bytes:
-        """The text exposition, with the GPU figures of `memory` (a kg.MemoryInfo read on the
-        worker just before)."""
+    def gpu_memory(self, memory) -> None:
+        """Keep the GPU figures of `memory` (a kg.MemoryInfo, read on the worker)."""
         self.gpu_bytes.set(memory.num_bytes_in_gpu)
         for kind in ("buffer", "texture", "program"):
             usage = memory.gl_objects.get(kind)
             self.gpu_objects.labels(kind).set(usage.count if usage else 0)
+
+    def render(self) -> bytes:
+        """The text exposition of the values kept."""
         return generate_latest(self.registry)

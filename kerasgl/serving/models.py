@@ -38,9 +38,10 @@ class ServedModel:
         return self.model.output_names
 
     @property
-    def max_rows(self) -> int | None:
-        """The most examples one request may hold (None: any, when batching is off)."""
-        return self.batcher.max_batch_size if self.batcher.batching else None
+    def max_rows(self) -> int:
+        """The most examples one request may hold: one batch's (with batching off too, so that
+        no request runs larger than the plans warmed up and the queue's bounds assume)."""
+        return self.batcher.max_batch_size
 
 
 def _predict_list(model: WorkerModel):
@@ -57,25 +58,29 @@ def _predict_list(model: WorkerModel):
     return predict
 
 
-def load(worker: Worker, paths: dict, *, batching: bool, max_batch_size: int,
-         batch_timeout_s: float, max_queue: int, allowed_batch_sizes=None,
-         on_batch=None) -> dict:
-    """{name: ServedModel} for {name: path}, every model loaded on `worker`. A model that fails to
-    load frees those loaded before it (and the error propagates)."""
+def load(worker: Worker, paths: dict, *, batching: bool, on_batch=None, after_batch=None,
+         **batcher_options) -> dict:
+    """{name: ServedModel} for {name: path}, every model loaded on `worker`, each with a Batcher
+    of `batcher_options` (checked before: batching.checked_options). A model that fails to load
+    frees those loaded before it (and the error propagates). after_batch() runs on the worker
+    after each batch."""
     served = {}
     try:
         for name, path in paths.items():
             model = worker.load_model(path)
-            batcher = Batcher(run_on_worker(worker, _predict_list(model)),
-                              max_batch_size=max_batch_size, batch_timeout_s=batch_timeout_s,
-                              max_queue=max_queue, allowed_batch_sizes=allowed_batch_sizes,
-                              batching=batching,
-                              on_batch=(lambda rows, padded, name=name: on_batch(name, rows, padded))
-                              if on_batch else None)
-            if batching:
-                # A plan for every size a batch runs at, none evicted by another (plans/cache.py).
-                model.plan_cache_size = max(model.plan_cache_size,
-                                            len(batcher.allowed_batch_sizes))
+            try:
+                batcher = Batcher(
+                    run_on_worker(worker, _predict_list(model), after_batch), batching=batching,
+                    on_batch=(lambda rows, padded, name=name: on_batch(name, rows, padded))
+                    if on_batch else None, **batcher_options)
+                if batching:
+                    # A plan for every size a batch runs at, none evicted by another
+                    # (plans/cache.py).
+                    model.plan_cache_size = max(model.plan_cache_size,
+                                                len(batcher.allowed_batch_sizes))
+            except BaseException:
+                model.dispose()          # not yet among `served`, which the handler below frees
+                raise
             served[name] = ServedModel(name, model, batcher)
     except BaseException:
         for entry in served.values():

@@ -16,7 +16,8 @@ The API (tensorflow.org/tfx/serving/api_rest):
 
 Status codes follow TF Serving's mapping of its error codes (http_server.cc): INVALID_ARGUMENT
 -> 400, NOT_FOUND -> 404, UNAVAILABLE -> 503 (a full batching queue), UNIMPLEMENTED -> 501,
-CANCELLED -> 499 (the client went away). NaN and Infinity are accepted as JSON tokens, as TF
+CANCELLED -> 499 (the client went away), DEADLINE_EXCEEDED -> 504, INTERNAL -> 500
+(failures.py). NaN and Infinity are accepted as JSON tokens, as TF
 Serving accepts them, and then refused as input values (validation.py).
 """
 from __future__ import annotations
@@ -26,7 +27,8 @@ import re
 
 import numpy as np
 
-from ..errors import KerasGLError
+from .failures import RequestError
+from .validation import check_names
 
 SIGNATURE = "serving_default"
 PREDICT_METHOD = "tensorflow/serving/predict"
@@ -34,18 +36,6 @@ _TF_DTYPES = {"float32": "DT_FLOAT", "int32": "DT_INT32", "bool": "DT_BOOL", "st
 
 PREDICT_PATH = re.compile(r"/v1/models/([^/:]+)(?:/versions/(\d+))?:(classify|regress|predict)")
 STATUS_PATH = re.compile(r"/v1/models(?:/([^/:]+))?(?:/versions/(\d+))?(?:/(metadata))?")
-
-
-class RequestError(KerasGLError):
-    """A request the server refuses: `status` is the HTTP status, the message the JSON error."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-
-
-def error_body(message: str) -> bytes:
-    return json.dumps({"error": message}).encode()
 
 
 def servable_not_found(name: str, version: str | None) -> RequestError:
@@ -103,7 +93,7 @@ def _rows_to_columns(instances, names: list[str], model_name: str) -> dict:
             raise RequestError(400, f"Instance {row} is {_json_type(instance)}; model '{model_name}' "
                                     f"takes inputs {names}: each instance must be an object keyed "
                                     "by input name.")
-        _check_names(instance, names, model_name, f"instance {row}")
+        check_names(instance, names, model_name, f"instance {row}")
         for name in names:
             columns[name].append(instance[name])
     return columns
@@ -111,25 +101,12 @@ def _rows_to_columns(instances, names: list[str], model_name: str) -> dict:
 
 def _columnar(inputs, names: list[str], model_name: str) -> dict:
     if isinstance(inputs, dict):
-        _check_names(inputs, names, model_name, '"inputs"')
+        check_names(inputs, names, model_name, '"inputs"')
         return {name: inputs[name] for name in names}
     if len(names) > 1:
         raise RequestError(400, f"Model '{model_name}' takes inputs {names}: \"inputs\" must be an "
                                 "object keyed by input name.")
     return {names[0]: inputs}
-
-
-def _check_names(given: dict, names: list[str], model_name: str, where: str) -> None:
-    missing = [n for n in names if n not in given]
-    extra = [k for k in given if k not in names]
-    if missing or extra:
-        said = []
-        if missing:
-            said.append(f"lacks input(s) {missing}")
-        if extra:
-            said.append(f"names {extra}, not input(s) of the model")
-        raise RequestError(400, f"{where[0].upper()}{where[1:]} {' and '.join(said)}; model "
-                                f"'{model_name}' takes inputs {names}.")
 
 
 def _holds_bool(value) -> bool:
@@ -164,11 +141,13 @@ def predict_response(fmt: str, output_names: list[str], outputs: list[np.ndarray
     return json.dumps(answer).encode()
 
 
-def status_response(version: str) -> bytes:
-    """GetModelStatusResponse as JSON: the one version served, AVAILABLE."""
-    return json.dumps({"model_version_status": [{
-        "version": version, "state": "AVAILABLE",
-        "status": {"error_code": "OK", "error_message": ""}}]}, indent=1).encode()
+def status_response(version: str, problem: str | None = None) -> bytes:
+    """GetModelStatusResponse as JSON: the one version served, AVAILABLE; UNLOADING (error
+    UNAVAILABLE, naming `problem`) once the models are unavailable and the server is going."""
+    state, status = ("AVAILABLE", {"error_code": "OK", "error_message": ""}) if problem is None \
+        else ("UNLOADING", {"error_code": "UNAVAILABLE", "error_message": problem})
+    return json.dumps({"model_version_status": [{"version": version, "state": state,
+                                                 "status": status}]}, indent=1).encode()
 
 
 def _tensor_info(spec, graph_name: str) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tf_serving_format import RequestError
+from .failures import RequestError
 
 _INT32 = np.iinfo(np.int32)
 
@@ -75,3 +75,17 @@ def to_arrays(columns: dict, specs: list, model_name: str, max_rows: int | None)
                                 f"most {max_rows} per request (the largest batch, "
                                 "--max-batch-size).")
     return arrays
+
+
+def check_names(given, names: list[str], model_name: str, where: str) -> None:
+    """A 400 unless `given` (a dict or list of input names) names each input exactly."""
+    missing = [n for n in names if n not in given]
+    extra = [k for k in given if k not in names]
+    if missing or extra:
+        said = []
+        if missing:
+            said.append(f"lacks input(s) {missing}")
+        if extra:
+            said.append(f"names {extra}, not input(s) of the model")
+        raise RequestError(400, f"{where[0].upper()}{where[1:]} {' and '.join(said)}; model "
+                                f"'{model_name}' takes inputs {names}.")

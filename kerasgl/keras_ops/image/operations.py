@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops import conv, elementwise, image_ops, layout, reduce, spatial
-from ...ops.resize import INTERPOLATIONS, aspect_window, padded_window, resize
+from ...ops.resize import Resizer
 from ...tensors import ownership
 from ...tensors.tensor import view
 from ..node import OpNode, _shape, register_op
@@ -75,43 +75,28 @@ class ImageOp(OpNode):
 
 @register_op("Resize")
 class ResizeOp(ImageOp):
-    """ops.image.resize: as the Resizing layer (nearest or bilinear, antialias,
-    crop_to_aspect_ratio, pad_to_aspect_ratio with a constant fill)."""
+    """ops.image.resize: as the Resizing layer (ops/resize.Resizer: nearest, bilinear, bicubic,
+    lanczos3 or lanczos5, antialias, crop_to_aspect_ratio, pad_to_aspect_ratio with a constant
+    fill)."""
     shaders = ("resize.comp",)
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.interpolation = str(self.options.get("interpolation", "bilinear")).lower()
-        if self.interpolation not in INTERPOLATIONS:
-            raise self.unsupported(f"interpolation={self.interpolation!r}")
-        if self.options.get("fill_mode", "constant") != "constant":
-            raise self.unsupported(f"fill_mode={self.options.get('fill_mode')!r}")
-        self.crop = bool(self.options.get("crop_to_aspect_ratio", False))
-        self.pad = bool(self.options.get("pad_to_aspect_ratio", False))
-        if self.crop and self.pad:
-            raise self.unsupported("crop_to_aspect_ratio and pad_to_aspect_ratio both True")
-        self.size = tuple(int(s) for s in self.options.get("size"))
-        if len(self.size) != 2 or min(self.size) < 1:
-            raise self.shape_error(f"size={list(self.size)}: expects two positive sizes.")
-        self.antialias = bool(self.options.get("antialias", False))
-        self.fill_value = float(self.options.get("fill_value", 0.0))
+        size = tuple(int(s) for s in self.options.get("size"))
+        if len(size) != 2 or min(size) < 1:
+            raise self.shape_error(f"size={list(size)}: expects two positive sizes.")
+        self.resizer = Resizer.from_options(size, self.options.get, self.upload, self.unsupported)
 
     @property
     def drops_nan(self) -> bool:
-        """As the Resizing layer's: jax's bilinear resize spreads a NaN over its whole channel."""
-        return self.interpolation == "bilinear"
+        return self.resizer.drops_nan
 
     def nhwc_shape(self, shape):
-        return (shape[0],) + self.size + (shape[3],)
+        self.resizer.prepare(shape[1], shape[2])       # weight tables uploaded at load
+        return (shape[0],) + self.resizer.size + (shape[3],)
 
     def run_nhwc(self, x):
-        _, h, w, _ = x.shape
-        window = None
-        if self.crop:
-            window = aspect_window(h, w, *self.size)
-        elif self.pad:
-            window = padded_window(h, w, *self.size)
-        return resize(x, self.size, self.interpolation, self.antialias, window, self.fill_value)
+        return self.resizer(x)
 
 
 def _amount(options, key):

@@ -10,7 +10,8 @@ does eagerly.
 """
 from __future__ import annotations
 
-from ...ops import adaptive_pool, conv_general, layout, matmul
+from ...errors import ShapeError
+from ...ops import adaptive_pool, conv_general, depth_space, layout, matmul
 from ...ops.conv import conv_padding
 from ...ops.pool import pool2d, pool_padding
 from ...ops.pool3d import pool3d
@@ -239,34 +240,20 @@ class DepthSpaceOp(OpNode):
     keeps_dtype = True
     shaders = ("transpose.comp",)
 
-    def plan(self, bound, shape):
-        b = int(self.opt(bound, "block_size"))
+    def plan(self, bound):
+        """The kind, block size and layout of this call (ops/depth_space.py does the rest)."""
+        kind = "depth_to_space" if self.class_name == "DepthToSpace" else "space_to_depth"
         first = (self.opt(bound, "data_format") or "channels_last") == "channels_first"
-        if len(shape) != 4:
-            raise self.shape_error(f"takes 4-D inputs, not {list(shape)}.")
-        n, h, w, c = (shape[0], shape[2], shape[3], shape[1]) if first else shape
-        mul = lambda v, f: None if v is None else v * f      # noqa: E731
-        div = lambda v, f: None if v is None else v // f     # noqa: E731
-        if self.class_name == "DepthToSpace":
-            if c is not None and c % (b * b):
-                raise self.shape_error(f"{c} channels are not a multiple of {b * b}.")
-            nc = div(c, b * b)
-            if first:
-                return (n, nc, b, b, h, w), (0, 1, 4, 2, 5, 3), (n, nc, mul(h, b), mul(w, b))
-            return (n, h, w, b, b, nc), (0, 1, 3, 2, 4, 5), (n, mul(h, b), mul(w, b), nc)
-        if None not in (h, w) and (h % b or w % b):
-            raise self.shape_error(f"spatial size {h}x{w} is not a multiple of {b}.")
-        if first:
-            return (n, c, div(h, b), b, div(w, b), b), (0, 1, 3, 5, 2, 4), \
-                (n, mul(c, b * b), div(h, b), div(w, b))
-        return (n, div(h, b), b, div(w, b), b, c), (0, 1, 3, 2, 4, 5), \
-            (n, div(h, b), div(w, b), mul(c, b * b))
+        return kind, int(self.opt(bound, "block_size")), first
+
+    def _checked(self, fn, value, bound):
+        try:
+            return fn(value, *self.plan(bound))
+        except ShapeError as exc:
+            raise self.shape_error(str(exc)) from None
 
     def output_shape(self, bound):
-        return self.plan(bound, _shape(bound["x"]))[2]
+        return self._checked(depth_space.output_shape, _shape(bound["x"]), bound)
 
     def run(self, bound):
-        x = bound["x"]
-        split, perm, final = self.plan(bound, x.shape)
-        return _tidy(lambda: layout.reshape(
-            layout.transpose(layout.reshape(x, split), perm), final))
+        return self._checked(depth_space.depth_space, bound["x"], bound)

@@ -8,8 +8,8 @@ Indices must be Python integers, slices of them, None or Ellipsis: an index that
 from __future__ import annotations
 
 
-from ...ops import layout
-from ...ops.slicing import strided_slice
+from ...errors import ShapeError
+from ...ops import basic_index
 from ..node import OpNode, Symbolic, _shape, register_op
 from .joining import _is_int
 
@@ -19,8 +19,8 @@ def _slice_part(value) -> bool:
 
 
 class _Key:
-    """A basic index, resolved against a shape: per input axis an int or a slice, and where the
-    output gets new axes (None)."""
+    """A basic index, checked for this node: per input axis an int or a slice, and where the
+    output gets new axes (None); ops/basic_index.py resolves it against a shape."""
 
     def __init__(self, node: OpNode, key, rank: int):
         items = list(key) if isinstance(key, list) else [key]
@@ -34,44 +34,19 @@ class _Key:
                 what = "a tensor" if isinstance(item, Symbolic) else repr(item)
                 raise node.unsupported(f"indexing with {what} (only integers, slices, None and "
                                        "Ellipsis)")
-        if sum(item is Ellipsis for item in items) > 1:
-            raise node.shape_error("an index can only have a single ellipsis ('...').")
-        consumed = sum(item is not None and item is not Ellipsis for item in items)
-        if consumed > rank:
-            raise node.shape_error(f"too many indices ({consumed}) for a tensor of rank {rank}.")
-        fill = [slice(None)] * (rank - consumed)
-        if Ellipsis in items:
-            at = items.index(Ellipsis)
-            items = items[:at] + fill + items[at + 1:]
-        else:
-            items = items + fill
-        self.node, self.items = node, items
+        self.node = node
+        self.items = self.checked(basic_index.expand, items, rank)
+
+    def checked(self, fn, *args):
+        try:
+            return fn(*args)
+        except ShapeError as exc:
+            raise self.node.shape_error(str(exc)) from None
 
     def resolve(self, shape):
         """(window per input axis: (start, size, step) or None where the size is unknown,
         the output shape)."""
-        window, out, axis = [], [], 0
-        for item in self.items:
-            if item is None:
-                out.append(1)
-                continue
-            dim = shape[axis]
-            axis += 1
-            if _is_int(item):
-                if dim is not None and not -dim <= item < dim:
-                    raise self.node.shape_error(f"index {item} is out of bounds for axis "
-                                                f"{axis - 1} with size {dim} (shape {list(shape)}).")
-                window.append(None if dim is None else (item % dim, 1, 1))
-                continue
-            if dim is None:
-                window.append(None)
-                out.append(None)
-                continue
-            start, stop, step = item.indices(dim)
-            size = len(range(start, stop, step))
-            window.append((start if size else 0, size, step))
-            out.append(size)
-        return window, tuple(out)
+        return self.checked(basic_index.resolve, self.items, shape)
 
 
 @register_op("GetItem")
@@ -87,9 +62,5 @@ class GetItemOp(OpNode):
 
     def run(self, bound):
         x = bound["x"]
-        window, out_shape = _Key(self, bound.get("key"), x.ndim).resolve(x.shape)
-        part = strided_slice(x, window)
-        try:
-            return layout.reshape(part, out_shape)
-        finally:
-            part.dispose()
+        key = _Key(self, bound.get("key"), x.ndim)
+        return key.checked(basic_index.take, x, key.items)

@@ -6,7 +6,7 @@ rounds or keeps the dtype, depending on the layer, so those are refused at load.
 from __future__ import annotations
 
 from ...ops import spatial
-from ...ops.resize import INTERPOLATIONS, aspect_window, padded_window, resize
+from ...ops.resize import Resizer, aspect_window, resize
 from ...tensors.tensor import view
 from ..base import Layer, register
 from ..typed_shapes import dtype_of
@@ -38,42 +38,27 @@ class _ImageLayer(SpatialLayer):
 
 @register("Resizing")
 class Resizing(_ImageLayer):
-    """ops.image.resize to (height, width): "nearest" or "bilinear" (antialiased or not), with
-    crop_to_aspect_ratio (the centred window of the target's aspect ratio is resized) or
-    pad_to_aspect_ratio (the image padded with fill_value towards that ratio is)."""
+    """ops.image.resize to (height, width) (ops/resize.Resizer): nearest, bilinear, bicubic,
+    lanczos3 or lanczos5, antialiased or not, with crop_to_aspect_ratio (the centred window of
+    the target's aspect ratio is resized) or pad_to_aspect_ratio (the image padded with
+    fill_value towards that ratio is)."""
     shaders = ("resize.comp",)
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
-        self.interpolation = str(self.option("interpolation", "bilinear")).lower()
-        if self.interpolation not in INTERPOLATIONS:
-            raise self.unsupported(f"interpolation={self.interpolation!r}")
-        self.crop_to_aspect_ratio = bool(self.option("crop_to_aspect_ratio", False))
-        self.pad_to_aspect_ratio = bool(self.option("pad_to_aspect_ratio", False))
-        if self.crop_to_aspect_ratio and self.pad_to_aspect_ratio:
-            raise self.unsupported("crop_to_aspect_ratio and pad_to_aspect_ratio both True")
-        fill_mode = self.option("fill_mode", "constant")
-        if self.pad_to_aspect_ratio and fill_mode != "constant":
-            raise self.unsupported(f"fill_mode={fill_mode!r}")
-        self.fill_value = float(self.option("fill_value", 0.0))
-        self.antialias = bool(self.option("antialias", False))
+        self.resizer = Resizer.from_options((self.height, self.width), self.option, self.upload,
+                                            self.unsupported)
+
+    def channels_last_shape(self, shape):
+        self.resizer.prepare(shape[1], shape[2])       # weight tables uploaded at load
+        return super().channels_last_shape(shape)
 
     def channels_last_call(self, x):
-        _, h, w, _ = x.shape
-        window = None
-        if self.crop_to_aspect_ratio:
-            window = aspect_window(h, w, self.height, self.width)
-        elif self.pad_to_aspect_ratio:
-            window = padded_window(h, w, self.height, self.width)
-        return resize(x, (self.height, self.width), self.interpolation, self.antialias, window,
-                      self.fill_value)
+        return self.resizer(x)
 
     @property
     def drops_nan(self) -> bool:
-        """jax's bilinear resize multiplies every pixel by its weight, zeros included, so one NaN
-        or infinity makes that channel of the resized image NaN; resize.comp reads the pixels
-        near each sample only (nearest picks pixels, as jax does)."""
-        return self.interpolation == "bilinear"
+        return self.resizer.drops_nan
 
 
 @register("CenterCrop")
@@ -138,16 +123,21 @@ class RandomAugmentation(Layer):
 
 @register("RandomCrop")
 class RandomCrop(RandomAugmentation):
-    """Keras 3's inference call returns the images uncropped, although the layer declares a
-    (height, width) output: run only where the two agree, the input being (height, width)."""
+    """Keras 3's inference call returns the images as they are, whatever their size: its
+    transform_images crops only when training (keras-team/keras#21868), although the layer
+    declares a (height, width) output. kerasgl gives Keras's answer: the images at their own
+    size, which the following layers then see, as they do in Keras's predict. tf.keras (Keras 2
+    files) smart-resizes them to (height, width) instead, which no live Keras here can check: a
+    Keras 2 file is run only where the input already has that size (the same answer there)."""
 
     def compute_output_shape(self, input_shape):
         shape = super().compute_output_shape(input_shape)
-        channels_first = (self.option("data_format") or "channels_last") == "channels_first"
-        spatial_dims = tuple(shape[-2:] if channels_first else shape[-3:-1])
-        target = (int(self.option("height")), int(self.option("width")))
-        if spatial_dims != target:
-            raise self.unsupported(
-                f"an input of spatial size {spatial_dims} other than the crop size {target} "
-                "(Keras 3's predict returns it uncropped, unlike its declared output shape)")
+        if self.keras_major == 2:
+            channels_first = (self.option("data_format") or "channels_last") == "channels_first"
+            spatial_dims = tuple(shape[-2:] if channels_first else shape[-3:-1])
+            target = (int(self.option("height")), int(self.option("width")))
+            if spatial_dims != target:
+                raise self.unsupported(
+                    f"an input of spatial size {spatial_dims} other than the crop size {target} "
+                    "in a Keras 2 file (tf.keras smart-resizes it at inference)")
         return shape

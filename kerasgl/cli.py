@@ -105,8 +105,9 @@ def cmd_serve(args, rest) -> int:
     try:
         from .serving import server   # imported only here: the server's packages are an extra
     except ImportError as exc:
-        print(f"kerasgl serve needs the serve extra ({exc}): pip install 'kerasgl[serve]'",
-              file=sys.stderr)
+        print(f"kerasgl serve needs the serve extra ({exc}): pip install 'kerasgl[serve]' "
+              "from a package index, or, in a clone of the repository, "
+              ".venv/bin/pip install '.[serve]'", file=sys.stderr)
         return EXIT_ERROR
     return server.main(rest)
 

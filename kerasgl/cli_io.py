@@ -40,7 +40,8 @@ def _load(path: str):
     try:
         return np.load(path, allow_pickle=False)
     except FileNotFoundError:
-        raise
+        raise CLIError(f"no input file {path} (predict reads its inputs from a .npy or .npz "
+                       "file that np.save / np.savez wrote)") from None
     except (ValueError, OSError, EOFError) as exc:
         raise CLIError(f"cannot read {path} as {suffix(path)}: {exc}") from None
 

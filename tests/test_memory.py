@@ -345,7 +345,8 @@ def test_memory_counts_exactly_what_was_created():
     found = driver_objects()
     assert found.count("buffer") == m.num_buffers and found.bytes["buffer"] == m.gl_objects["buffer"].bytes
     assert found.count("texture") == m.num_textures and found.bytes["texture"] == m.gl_objects["texture"].bytes
-    assert "num_tensors=" in str(m) and "buffers=" in str(m)
+    assert "num_tensors=" in repr(m) and "buffers=" in repr(m)
+    assert f"{m.num_tensors} tensor(s)" in str(m) and "buffer(s)" in str(m)
     kg.dispose([buffers, textures, view])
     assert usage() == usage(base)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import cli_io
+from ..compiler.feeding import DEFAULT_BATCH_SIZE
 from ..errors import ShapeError
 from ..model import load_model
 from . import profile
@@ -56,9 +57,12 @@ def run(args) -> int:
             for _ in range(args.runs):
                 model.predict(x, batch_size=batch_size, verbose=0)
         shapes = ", ".join(str(list(np.shape(a))) for a in (x if isinstance(x, list) else [x]))
-        print(f"model '{model.name}' ({args.model}), input {shapes}, batch size "
-              f"{batch_size or 'default'}; {args.runs} profiled predict call(s) after "
-              f"{calls} warm-up call(s)")
+        samples = int(np.shape(x[0] if isinstance(x, list) else x)[0])
+        ran = (f"batch size {batch_size}" if batch_size else
+               f"batch size {min(samples, DEFAULT_BATCH_SIZE)} (predict's default: up to "
+               f"{DEFAULT_BATCH_SIZE} samples a batch)")
+        print(f"model '{model.name}' ({args.model}), input {shapes}, {ran}; {args.runs} "
+              f"profiled predict call(s) after {calls} warm-up call(s)")
         print(p.table(sort_by=args.sort_by, limit=args.limit))
         if args.trace:
             print(f"wrote {p.export_chrome_trace(args.trace)} (open it in ui.perfetto.dev)")

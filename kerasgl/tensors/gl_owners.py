@@ -18,6 +18,18 @@ from ..runtime.objects import PLAN_LABEL
 from . import model_registry
 
 OWNERS = ("tensors", "model weights", "plan buffers", "programs", "views", "queries")
+# What each owner is, in the words memory() prints next to it (a view or a texture a script never
+# made should say whose it is).
+MEANING = {
+    "tensors": "live tensors that are no model's weights (yours, predict's results)",
+    "model weights": "the weights of loaded models (and of models dropped undisposed)",
+    "plan buffers": "execution plans' buffers, kept between predict calls until released",
+    "programs": "compiled shaders, cached by kerasgl (the driver reports no size)",
+    "views": "texture views kernels read buffers through (runtime/buffer_views.py); the memory "
+             "is their buffer's, and they go with it",
+    "queries": "the profiler's timer queries (only inside kg.profile())",
+    "other": "other registered GL objects",
+}
 
 
 def weight_objects() -> set:

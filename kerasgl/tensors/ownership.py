@@ -400,18 +400,25 @@ class MemoryInfo:
         return self.gl_objects.get("program", KindUsage(0, 0)).count
 
     def __str__(self) -> str:
-        # The whole first, split by owner: plans keep buffers between calls, which num_bytes
-        # (tensor storage only) does not show.
-        owners = ", ".join(f"{owner} {u.bytes:,} B" + (f" ({u.count})" if not u.bytes else "")
-                           for owner, u in self.by_owner.items())
-        kinds = ", ".join(f"{k}s={u.count} ({u.bytes} B)" for k, u in sorted(self.gl_objects.items()))
-        return (f"MemoryInfo(num_bytes_in_gpu={self.num_bytes_in_gpu:,} B"
-                + (f" = {owners}" if owners else "")
-                + f"; num_tensors={self.num_tensors}, num_bytes={self.num_bytes} (tensors and "
-                f"model weights), planned_bytes={self.planned_bytes}, {kinds or 'no GL objects'}"
-                + "".join(f", model '{m.name}' ({m.bytes} B)" for m in self.models) + ")")
+        """One line per owner (the whole first: plans keep buffers between calls, which
+        num_bytes, tensor storage only, does not show), each saying what it is."""
+        lines = [f"MemoryInfo: {self.num_bytes_in_gpu:,} B on the GPU; {self.num_tensors} "
+                 f"tensor(s) of {self.num_bytes:,} B (yours and models' weights), "
+                 f"{self.planned_bytes:,} B in execution plans"]
+        for owner, usage in self.by_owner.items():
+            if usage.count:
+                lines.append(f"  {owner:<14}{usage.bytes:>14,} B in {usage.count:>4} GL "
+                             f"object(s): {gl_owners.MEANING.get(owner, owner)}")
+        kinds = ", ".join(f"{u.count} {k}(s) {u.bytes:,} B" for k, u in sorted(self.gl_objects.items()))
+        lines.append(f"  by kind: {kinds or 'no GL objects'}")
+        lines += [f"  model '{m.name}': {m.bytes:,} B" for m in self.models]
+        return "\n".join(lines)
 
-    __repr__ = __str__
+    def __repr__(self) -> str:
+        kinds = ", ".join(f"{k}s={u.count}" for k, u in sorted(self.gl_objects.items()))
+        return (f"MemoryInfo(num_bytes_in_gpu={self.num_bytes_in_gpu}, num_tensors="
+                f"{self.num_tensors}, num_bytes={self.num_bytes}, planned_bytes="
+                f"{self.planned_bytes}{', ' + kinds if kinds else ''}, models={len(self.models)})")
 
 
 def memory() -> MemoryInfo:

@@ -183,6 +183,9 @@ def test_bad_arguments_print_one_line_and_fail(models, tmp_path):
     assert not out.exists()
     assert_one_line_error(kerasgl("predict", tmp_path / "missing.keras", x, check=False),
                           "missing.keras")
+    missing_input = kerasgl("predict", paths["one"], tmp_path / "absent.npy", check=False)
+    assert_one_line_error(missing_input, "no input file", "absent.npy")
+    assert "Errno" not in missing_input.stderr
     assert_one_line_error(kerasgl("no-such-command", check=False), "no-such-command")
 
 

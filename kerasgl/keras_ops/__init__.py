@@ -10,4 +10,4 @@ and the registry OP_CLASSES, which the graph consults first for a node from an o
 Importing this package registers every op node.
 """
 from . import node  # noqa: F401
-from . import numpy, nn, math, linalg, image, core  # noqa: F401,E402
+from . import core, image, linalg, math, nn, numpy  # noqa: F401,E402

@@ -7,20 +7,17 @@ at load, each with why.
 """
 from __future__ import annotations
 
-from ..tensors import ownership
-
 import numpy as np
 
-from ..ops import tile_repeat_pad, typed as typed_ops
-from .node import OpNode, _shape, register_op
 from ..layers.refusals import refuse_ops
-from .numpy.rearranging import IndexMapOp
-from .numpy.joining import _is_int
-from .node import checked_operand
+from ..ops import tile_repeat_pad
+from ..ops import typed as typed_ops
 from ..ops.slicing import strided_slice
-
+from ..tensors import ownership
 from ..tensors.tensor import view
-
+from .node import OpNode, _shape, checked_operand, register_op, requested_dtype
+from .numpy.joining import _is_int
+from .numpy.rearranging import IndexMapOp
 
 _BATCH_MIXED = ("so its answer would depend on how predict splits the batch")
 
@@ -200,20 +197,6 @@ class UnstackOp(IndexMapOp):
         return [np.take(x, i, axis) for i in range(x.shape[axis])]
 
 
-# Keras dtype names kerasgl's tensors can be (the others have no kerasgl form).
-_TARGETS = {"float32": "float32", "int32": "int32", "bool": "bool"}
-
-
-def _target(layer, dtype, allow_none=False):
-    if dtype is None and allow_none:
-        return None
-    name = getattr(dtype, "name", dtype)
-    name = str(name)
-    if name not in _TARGETS:
-        raise layer.unsupported(f"dtype={name!r} (kerasgl's tensors are float32, int32 or bool)")
-    return _TARGETS[name]
-
-
 @register_op("SaturateCast")
 class SaturateCastOp(OpNode):
     """saturate_cast to float32 / int32 / bool as Keras 3.15 computes it: clipped to limits that
@@ -227,7 +210,7 @@ class SaturateCastOp(OpNode):
 
     def result_dtype(self, bound, dtypes):
         source = checked_operand(self, bound["x"], "x")
-        target = _target(self, (self.config or {}).get("dtype"))
+        target = requested_dtype(self, (self.config or {}).get("dtype"))
         if (source, target) == ("int32", "float32"):
             raise self.unsupported("saturate_cast of an int32 tensor to float32 (Keras 3.15's "
                                    "clip limit overflows int32: it gives -2**31 everywhere)")

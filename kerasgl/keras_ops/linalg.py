@@ -9,14 +9,13 @@ rounding for small well-conditioned matrices. norm runs from elementwise ops and
 """
 from __future__ import annotations
 
-
 import numpy as np
 
+from ..layers.typed_shapes import TypedShape
 from ..ops import elementwise, layout, linalg_small, matmul, reduce
 from ..ops import typed as typed_ops
 from ..ops.slicing import strided_slice
 from ..tensors import ownership
-from ..layers.typed_shapes import TypedShape
 from .node import OpNode, _shape, broadcast_dims, register_op
 from .numpy.reductions import ReduceOp
 

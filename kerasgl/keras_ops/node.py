@@ -12,14 +12,11 @@ op module is missing, or an operation not listed here, is reported at load.
 """
 from __future__ import annotations
 
-from ..errors import ShapeError
-
 from dataclasses import dataclass
 
+from ..errors import ShapeError
 from ..layers.base import Layer, register_in
-from ..layers.typed_shapes import dtype_of, operand_dtype, typed
-from ..layers.typed_shapes import broadcast_dims
-
+from ..layers.typed_shapes import broadcast_dims, dtype_of, operand_dtype, typed
 
 # Operation class -> the OpNode class that runs its int32 / bool form, where the class registered
 # for it takes float32 only (Sign: numpy/elementwise_math.py's; numpy/logic.py fills this in).
@@ -76,6 +73,21 @@ def normalized_axes(axis, rank: int, where: str) -> tuple:
         if not -rank <= a < rank:
             raise ShapeError(f"{where}: axis {a} is out of range for rank {rank}.")
     return tuple(sorted({a % rank for a in axes}))
+
+
+# Keras dtype names kerasgl's tensors can be (the others have no kerasgl form).
+_DTYPES = {"float32": "float32", "int32": "int32", "bool": "bool"}
+
+
+def requested_dtype(node, dtype, allow_none=False):
+    """A dtype an operation's options ask for (saturate_cast's, array's), as kerasgl's dtype;
+    node.unsupported() for one kerasgl's tensors cannot be."""
+    if dtype is None and allow_none:
+        return None
+    name = str(getattr(dtype, "name", dtype))
+    if name not in _DTYPES:
+        raise node.unsupported(f"dtype={name!r} (kerasgl's tensors are float32, int32 or bool)")
+    return _DTYPES[name]
 
 
 class OpNode(Layer):

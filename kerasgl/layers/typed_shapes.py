@@ -11,10 +11,9 @@ symbolic tensors (tests/test_op_nodes_bool_int.py).
 """
 from __future__ import annotations
 
+from ..errors import ShapeError
 from ..ops.typed import number_dtype
 from ..tensors.tensor import Tensor
-from ..errors import ShapeError
-
 
 # Keras's promotion among kerasgl's dtypes: bool < int32 < float32. A Python number is weakly
 # typed and acts as its kind (bool, int32, float32) does: int32 + 2 -> int32, int32 + 2.5 ->

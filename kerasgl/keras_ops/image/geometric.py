@@ -5,10 +5,10 @@ of float32 images. map_coordinates, scale_and_translate and the random elastic t
 refused at load."""
 from __future__ import annotations
 
+from ...layers.refusals import refuse_ops
 from ...ops import image_ops
 from ..node import _shape, register_op
 from .operations import ImageOp
-from ...layers.refusals import refuse_ops
 
 
 @register_op("AffineTransform")

@@ -4,16 +4,12 @@ p-norm distances).
 """
 from __future__ import annotations
 
-
-from ...ops import elementwise, layout, reduce
-from ...tensors import ownership
-from ..node import OpNode, _shape, register_op
-from ..numpy.reductions import ReduceOp
-from ..node import Symbolic
-from ..numpy.joining import _is_int
-from ..numpy.reductions import _keepdims_axis
 from ...layers.typed_shapes import broadcast_dims, dtype_of, typed
-from ...ops import sorting
+from ...ops import elementwise, layout, reduce, sorting
+from ...tensors import ownership
+from ..node import OpNode, Symbolic, _shape, register_op
+from ..numpy.joining import _is_int
+from ..numpy.reductions import ReduceOp, _keepdims_axis
 
 
 @register_op("Logsumexp")

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops import elementwise, tile_repeat_pad, layout, matmul, merge
-from ...ops.slicing import strided_slice
-from ...ops.framing import frames, frame_count
-from ...tensors import ownership
 from ...layers.preprocessing.audio import (StridedDft, check_matrix, check_reflect, dft_kernel,
-    halves, stft_window)
-from ..node import OpNode, _shape, register_op
+                                           halves, stft_window)
 from ...layers.refusals import refuse_ops
+from ...ops import elementwise, layout, matmul, merge, tile_repeat_pad
+from ...ops.framing import frame_count, frames
+from ...ops.slicing import strided_slice
+from ...tensors import ownership
+from ..node import OpNode, _shape, register_op
 
 refuse_ops({
     "ViewAsComplex": "it makes a complex tensor, a dtype kerasgl tensors do not have (the FFT "

@@ -4,13 +4,13 @@ log_sigmoid, hard_tanh, the shrink family, celu, squareplus, sparse_plus / spars
 (activations.glsl), sparsemax and glu along an axis.
 """
 from __future__ import annotations
-from ...ops.math_extra import sparsemax
 
 from ...ops import elementwise, softmax
+from ...ops.math_extra import sparsemax
+from ...tensors import ownership
 from ..node import OpNode, _shape, register_op
 from ..numpy.arithmetic import UnaryOp
 from ..numpy.statistics import _AlongAxisOp, _take
-from .spatial import _tidy
 
 
 @register_op("Softmax", "LogSoftmax")
@@ -73,5 +73,5 @@ class GluOp(_AlongAxisOp):
         x = bound["x"]
         axis = self.axis_of(x.shape)
         half = x.shape[axis] // 2
-        return _tidy(lambda: elementwise.mul(_take(x, axis, 0, half), elementwise.unary(
+        return ownership.tidy.run(lambda: elementwise.mul(_take(x, axis, 0, half), elementwise.unary(
             "sigmoid", _take(x, axis, half, half))))

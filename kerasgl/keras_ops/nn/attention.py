@@ -9,13 +9,12 @@ import math
 
 import numpy as np
 
-from ...ops import elementwise, tile_repeat_pad, softmax
+from ...ops import elementwise, softmax, tile_repeat_pad
 from ...ops.attention import attention_combine, attention_weights, mask_and
+from ...tensors import ownership
 from ...tensors.tensor import retag, tensor
 from ..node import OpNode, _shape, register_op
 from ..numpy.products import contract
-from .normalization import _tidy
-
 
 _MASK_FILL = -0.7 * float(np.finfo(np.float32).max)   # jax.nn.dot_product_attention's
 
@@ -83,4 +82,4 @@ class DotProductAttentionOp(OpNode):
                                          elementwise.mul(drop, _MASK_FILL))
             probs = softmax.softmax(logits, -1)
             return contract([(probs, "bnts"), (value, "bsnh")], "btnh")
-        return _tidy(compute)
+        return ownership.tidy.run(compute)

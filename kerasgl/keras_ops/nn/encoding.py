@@ -2,10 +2,9 @@
 one_hot (int32 in: an integer Input or argmax's result; float32 out) and multi_hot.
 """
 from __future__ import annotations
-from ...ops.category_ops import bincount
-
 
 from ...ops.arg_ops import one_hot
+from ...ops.category_ops import bincount
 from ..node import OpNode, _shape, register_op
 
 

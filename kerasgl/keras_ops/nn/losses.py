@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 
-
 from ...ops import elementwise, layout, reduce, softmax
 from ...ops.arg_ops import one_hot
+from ...tensors import ownership
 from ..node import OpNode, _shape, register_op
-from .normalization import EPSILON, _tidy
+from .normalization import EPSILON
 
 
 # -------------------------------------------------------------------------------------------------
@@ -49,7 +49,7 @@ class BinaryCrossentropyOp(OpNode):
                                   elementwise.mul(elementwise.sub(1.0, t), elementwise.unary(
                                       "log", elementwise.sub(1.0, clipped))))
             return elementwise.unary("neg", bce)
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
 
 def _log_prob(o, axis, from_logits):
@@ -99,7 +99,7 @@ class CategoricalCrossentropyOp(OpNode):
             log_p = _log_prob(o, axis, bool(self.opt(bound, "from_logits", False)))
             return elementwise.unary("neg", reduce.reduce("sum", elementwise.mul(target, log_p),
                                                           axis, False))
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
 
 @register_op("PSNR")
@@ -121,4 +121,4 @@ class PSNROp(OpNode):
             mse = reduce.reduce("mean", elementwise.mul(d, d), None, False)
             log10 = elementwise.mul(elementwise.unary("log", mse), 1.0 / math.log(10.0))
             return elementwise.sub(peak, elementwise.mul(log10, 10.0))
-        return _tidy(compute)
+        return ownership.tidy.run(compute)

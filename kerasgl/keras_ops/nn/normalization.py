@@ -4,21 +4,15 @@ normalize, each the arithmetic of Keras's JAX backend in the same order.
 """
 from __future__ import annotations
 
-
-
+from ...layers.refusals import refuse_ops
 from ...ops import elementwise, layout, normalization, reduce
 from ...ops.math_unary import math_unary
 from ...tensors import ownership
 from ..node import OpNode, _shape, broadcast_dims, register_op
-from ...layers.refusals import refuse_ops
 from ..numpy.statistics import _axis
-
 
 EPSILON = 1e-7                    # keras.backend.epsilon()
 
-
-def _tidy(compute):
-    return ownership.tidy.run(compute)
 
 
 
@@ -60,7 +54,7 @@ class BatchNormOp(OpNode):
             if shaped("offset") is not None:
                 res = elementwise.add(res, shaped("offset"))
             return elementwise.add(elementwise.mul(x, inv), res)
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
 
 @register_op("LayerNorm")
@@ -113,7 +107,7 @@ class RMSNormOp(OpNode):
             out = elementwise.mul(x, math_unary("rsqrt", elementwise.add(
                 ms, EPSILON if eps is None else float(eps))))
             return out if scale is None else elementwise.mul(out, scale)
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
 
 @register_op("Moments")
@@ -147,7 +141,7 @@ class MomentsOp(OpNode):
             if not keepdims:
                 mean = layout.reshape(mean, var.shape)
             return [mean, var]
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
 
 @register_op("Normalize")
@@ -183,7 +177,7 @@ class NormalizeOp(OpNode):
                                       axis, True)
                 norm = elementwise.binary("pow", total, 1.0 / order)
             return elementwise.div(x, elementwise.maximum(norm, eps))
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
 
 refuse_ops({

@@ -19,10 +19,6 @@ from ...tensors import ownership
 from ..node import OpNode, _shape, register_op
 
 
-def _tidy(compute):
-    return ownership.tidy.run(compute)
-
-
 class _Spatial(OpNode):
     """An op over the spatial axes of [batch, *spatial, channels] (channels_first: transposed)."""
     input_dtypes = ("float32",)
@@ -56,7 +52,7 @@ class _Spatial(OpNode):
             moved = layout.transpose(x, (0,) + tuple(range(2, r + 2)) + (1,))
             out = self.compute(bound, moved)
             return layout.transpose(out, (0, r + 1) + tuple(range(1, r + 1)))
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
     # subclasses: the channels_last output shape, and the computation
     def last_output(self, bound, shape):
@@ -147,7 +143,7 @@ class SeparableConvOp(_ConvOp):
                                                dilation)
             flat = layout.reshape(point, point.shape[-2:])
             return matmul.matmul(deep, flat)
-        return _tidy(run)
+        return ownership.tidy.run(run)
 
 
 @register_op("ConvTranspose")
@@ -207,7 +203,7 @@ class PoolOp(_Spatial):
             wide = layout.reshape(x, (x.shape[0], 1) + x.shape[1:])
             out = pool2d(wide, mode, (1,) + pool, (1,) + strides, padding)
             return layout.reshape(out, (out.shape[0],) + out.shape[2:])
-        return _tidy(run)
+        return ownership.tidy.run(run)
 
 
 @register_op("AdaptiveAveragePool", "AdaptiveMaxPool")

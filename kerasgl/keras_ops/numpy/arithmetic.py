@@ -9,12 +9,11 @@ result_type does; integer forms run in numpy/logic.py's typed nodes (TYPED_FORMS
 """
 from __future__ import annotations
 
-
-from ...ops import elementwise, typed as typed_ops
 from ...layers.activation_functions import Pointwise
 from ...layers.typed_shapes import binary_result
+from ...ops import elementwise
+from ...ops import typed as typed_ops
 from ..node import BroadcastingOp, OpNode, checked_operand, register_op
-
 
 # -------------------------------------------------------------------------------------------------
 # Elementwise

@@ -7,18 +7,18 @@ live Keras.
 """
 from __future__ import annotations
 
-from ...tensors import ownership
-
 import math
 
 import numpy as np
 
-from ...ops import bitwise, creation, layout, reduce, typed as typed_ops
-from ...tensors.tensor import retag
-from ...layers.typed_shapes import promote
-from ..node import BroadcastingOp, OpNode, _shape, broadcast_dims, checked_operand, register_op
 from ...layers.refusals import refuse_ops
-from ..core import _target
+from ...layers.typed_shapes import promote
+from ...ops import bitwise, creation, layout, reduce
+from ...ops import typed as typed_ops
+from ...tensors import ownership
+from ...tensors.tensor import retag
+from ..node import (BroadcastingOp, OpNode, _shape, broadcast_dims, checked_operand, register_op,
+                    requested_dtype)
 
 refuse_ops({
     "AllClose": "it reduces over the whole tensor, batch dimension included, so its answer "
@@ -159,7 +159,7 @@ class ArrayOp(OpNode):
 
     def result_dtype(self, bound, dtypes):
         dtype = checked_operand(self, bound["x"], "x")
-        return _target(self, (self.config or {}).get("dtype"), allow_none=True) or dtype
+        return requested_dtype(self, (self.config or {}).get("dtype"), allow_none=True) or dtype
 
     def run(self, bound):
         return typed_ops.convert(bound["x"], self.result_dtype(bound, set()))

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...layers.typed_shapes import dtype_of
 from ...ops import elementwise
 from ...ops.arg_ops import cast
 from ...ops.math_extra import math_extra
-from ...layers.typed_shapes import dtype_of
-from ..node import BroadcastingOp, OpNode, _shape, register_op
 from ...ops.math_unary import math_unary
-
+from ..node import BroadcastingOp, OpNode, _shape, register_op
 
 # Operation class -> function of shaders/math_extra.comp (without the fn_ prefix).
 _EXTRA = {"Sin": "sin", "Cos": "cos", "Tan": "tan", "Arcsin": "arcsin", "Arccos": "arccos",

@@ -7,7 +7,6 @@ Indices must be Python integers, slices of them, None or Ellipsis: an index that
 """
 from __future__ import annotations
 
-
 from ...errors import ShapeError
 from ...ops import basic_index
 from ..node import OpNode, Symbolic, _shape, register_op

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 
-from ...ops import tile_repeat_pad, layout, merge
+from ...layers.typed_shapes import promote
+from ...ops import layout, merge, tile_repeat_pad
+from ...ops import typed as typed_ops
 from ...ops.slicing import strided_slice
 from ...tensors import ownership
 from ..node import OpNode, _shape, register_op
-from ...layers.typed_shapes import promote
-from ...ops import typed as typed_ops
 
 
 def _is_int(value) -> bool:

@@ -8,11 +8,12 @@ tests/test_op_nodes_bool_int.py.
 """
 from __future__ import annotations
 
-from ...ops import creation, typed as typed_ops
-from ...tensors.tensor import retag
 from ...layers.typed_shapes import promote
+from ...ops import creation
+from ...ops import typed as typed_ops
+from ...tensors.tensor import retag
 from ..node import (TYPED_FORMS, BroadcastingOp, OpNode, _shape, broadcast_dims, checked_operand,
-    register_op)
+                    register_op)
 
 _COMPARISONS = {"Greater": "gt", "GreaterEqual": "ge", "Less": "lt", "LessEqual": "le",
                 "Equal": "eq", "NotEqual": "ne"}

@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 
 from ...errors import ShapeError
+from ...layers.refusals import refuse_ops
 from ...ops import einsum, elementwise, layout, matmul, reduce
 from ...tensors import ownership
 from ..node import OpNode, _shape, broadcast_dims, register_op
-from ...layers.refusals import refuse_ops
 
 
 def parse_einsum(node, subscripts: str, ranks) -> tuple[list, str]:

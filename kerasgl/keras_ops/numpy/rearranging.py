@@ -25,7 +25,6 @@ from ...ops import word_gather
 from ...tensors.tensor import Tensor, tensor
 from ..node import OpNode, Symbolic, register_op
 
-
 ACROSS_BATCH = ("an operation across the batch axis (its result would mix the samples of a "
                 "batch, and depend on how predict splits the batch)")
 

@@ -5,18 +5,15 @@ are in numpy/statistics.py.
 """
 from __future__ import annotations
 
-from ...ops import elementwise, typed
-from ..node import OpNode, checked_operand, register_op
-from ..node import Symbolic, _shape
-from ...errors import ShapeError
-from ...ops.math_unary import cumulative
-from ...ops import layout
 import math
-from ...tensors import ownership
-from ...ops import reduce
+
+from ...ops import elementwise, layout, reduce
+from ...ops import typed
 from ...ops import typed as typed_ops
 from ...ops.arg_ops import arg_reduce
-
+from ...ops.math_unary import cumulative
+from ...tensors import ownership
+from ..node import OpNode, Symbolic, _shape, checked_operand, register_op
 
 # -------------------------------------------------------------------------------------------------
 # Reductions

@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
+from ...layers.refusals import refuse_ops
 from ...ops import sorting
 from ..node import OpNode, Symbolic, _shape, register_op
-from ...layers.refusals import refuse_ops
 
 refuse_ops({
     "Unique": "its output's shape depends on the values, which a GPU plan cannot have (with "

@@ -5,7 +5,7 @@ as jnp (Keras 3's JAX backend) computes it.
 """
 from __future__ import annotations
 
-
+from ...layers.refusals import refuse_ops
 from ...ops import elementwise, layout, reduce
 from ...ops.arg_ops import cast
 from ...ops.math_extra import line_reduce, math_extra
@@ -14,10 +14,7 @@ from ...ops.merge import concatenate
 from ...ops.slicing import strided_slice
 from ...tensors import ownership
 from ..node import OpNode, _shape, broadcast_dims, register_op
-from .reductions import ReduceOp
-from .reductions import CumulativeOp
-from ...layers.refusals import refuse_ops
-
+from .reductions import CumulativeOp, ReduceOp
 
 INF = float("inf")
 
@@ -25,9 +22,6 @@ INF = float("inf")
 def _axis(value):
     return tuple(value) if isinstance(value, list) else value
 
-
-def _tidy(compute):
-    return ownership.tidy.run(compute)
 
 
 def _take(x, axis: int, start: int, size: int):
@@ -68,7 +62,7 @@ class ExtremaOp(ReduceOp):
         keepdims = bool(self.opt(bound, "keepdims", False))
         if self.class_name != "Ptp":
             return reduce.reduce("max" if self.class_name == "Amax" else "min", x, axis, keepdims)
-        return _tidy(lambda: elementwise.sub(reduce.reduce("max", x, axis, keepdims),
+        return ownership.tidy.run(lambda: elementwise.sub(reduce.reduce("max", x, axis, keepdims),
                                              reduce.reduce("min", x, axis, keepdims)))
 
 
@@ -86,7 +80,7 @@ class NanVarianceOp(ReduceOp):
             centred = elementwise.sub(x, line_reduce("nanmean", x, axis, True))
             var = line_reduce("nanmean", elementwise.mul(centred, centred), axis, keepdims)
             return elementwise.unary("sqrt", var) if self.class_name == "Nanstd" else var
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
 
 @register_op("CountNonzero")
@@ -106,7 +100,7 @@ class CountNonzeroOp(ReduceOp):
         axis = _axis(self.opt(bound, "axis"))
         if x.dtype == "float32":
             return line_reduce("count_nonzero", x, axis, False)
-        return _tidy(lambda: line_reduce("count_nonzero", cast(x, "float32"), axis, False))
+        return ownership.tidy.run(lambda: line_reduce("count_nonzero", cast(x, "float32"), axis, False))
 
 
 @register_op("Nanargmax", "Nanargmin")
@@ -141,7 +135,7 @@ class NanCumulativeOp(CumulativeOp):
             if axis is None:
                 return cumulative(layout.reshape(clean, (clean.size,)), 0, product)
             return cumulative(clean, axis, product)
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
 
 @register_op("Average")
@@ -181,7 +175,7 @@ class AverageOp(OpNode):
                 w = layout.reshape(w, tuple(-1 if d == axes[0] else 1 for d in range(x.ndim)))
             total = reduce.reduce("sum", elementwise.mul(x, w), axes)
             return elementwise.div(total, reduce.reduce("sum", w, axes))
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
 
 class _AlongAxisOp(OpNode):
@@ -223,7 +217,7 @@ class DiffOp(_AlongAxisOp):
                 size = current.shape[axis] - 1
                 current = elementwise.sub(_take(current, axis, 1, size), _take(current, axis, 0, size))
             return current
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
 
 @register_op("Trapezoid")
@@ -255,7 +249,7 @@ class TrapezoidOp(_AlongAxisOp):
             pairs = elementwise.add(_take(y, axis, 1, size), _take(y, axis, 0, size))
             total = reduce.reduce("sum", elementwise.mul(pairs, dx), axis)
             return elementwise.mul(total, 0.5)
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
 
 @register_op("Cross")
@@ -313,7 +307,7 @@ class CrossOp(OpNode):
                 z = term(0, 1)
                 return layout.reshape(z, z.shape[:axis % z.ndim] + z.shape[axis % z.ndim + 1:])
             return concatenate([term(1, 2), term(2, 0), term(0, 1)], axis)
-        return _tidy(compute)
+        return ownership.tidy.run(compute)
 
 
 refuse_ops({

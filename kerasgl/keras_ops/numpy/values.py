@@ -13,16 +13,16 @@ import math
 
 import numpy as np
 
-from ...ops import word_gather, layout, reduce, typed as typed_ops
-from ...ops.creation import fill as fill_tensor
-from ...tensors.tensor import Tensor
-from ...layers.typed_shapes import dtype_of, promote
-from ..node import OpNode, Symbolic, _shape, broadcast_dims, checked_operand, register_op
-from .shapes import _ReshapingOp
-from .rearranging import ACROSS_BATCH, IndexMapOp
 from ...layers.refusals import refuse_ops
-from ...ops import creation
-from ...tensors.tensor import retag
+from ...layers.typed_shapes import dtype_of, promote
+from ...ops import creation, layout, reduce
+from ...ops import typed as typed_ops
+from ...ops import word_gather
+from ...ops.creation import fill as fill_tensor
+from ...tensors.tensor import Tensor, retag
+from ..node import OpNode, Symbolic, _shape, broadcast_dims, checked_operand, register_op
+from .rearranging import ACROSS_BATCH, IndexMapOp
+from .shapes import _ReshapingOp
 
 
 def _is_int(value) -> bool:

@@ -1,8 +1,6 @@
 """TODO docstring"""
 from __future__ import annotations
 
-
-
 from .. import activation_functions
 from ..base import Layer, register
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 
-
 from ...ops import layout, merge
 from ...tensors.tensor import view
 from ..base import Layer, register

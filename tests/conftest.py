@@ -46,3 +46,19 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def _every_test_checks_leaks(no_leaks):
     yield
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _forget_keras_state_after_each_module():
+    """What one test module made in Keras and JAX goes when the module ends: the models Keras
+    keeps reachable through its global state, JAX's compiled functions and their buffers. Kept
+    across the whole session they made the suite's memory grow from module to module (to 7.7 GB
+    on a 2-core machine)."""
+    yield
+    import gc
+    import sys
+    if "keras" in sys.modules:
+        sys.modules["keras"].backend.clear_session()
+    if "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
+    gc.collect()

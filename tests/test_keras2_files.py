@@ -40,16 +40,13 @@ MUST_MATCH = {
     # kerasgl/compiler/masks.py (commit 5963d65): Embedding(mask_zero) / Masking into RNNs and pooling
     "masked_sequences",
     "core_and_preprocessing",
+    # tf.keras's TFOpLambda layers (kerasgl/layers/tf_ops/) and UpSampling2D's bicubic / area
+    # (tf.image.resize's taps, kerasgl/layers/reshaping/spatial.py)
+    "tf_op_lambda", "upsampling_other_interpolations",
     # graph.py hands Keras 2's keyword tensor arguments (mha(q, v) saved as value=v) to layers
     "attention_layers",
 }
-MAY_REFUSE = {
-    # tf.keras records `y * 2.0 + 1.0` as TFOpLambda layers that name TensorFlow functions:
-    # refused on purpose (running them would mean re-implementing TensorFlow's API).
-    "tf_op_lambda": {"TFOpLambda"},
-    # tf-keras' other resize methods; kerasgl implements nearest and bilinear.
-    "upsampling_other_interpolations": {"UpSampling2D"},
-}
+MAY_REFUSE: dict = {}
 
 def fixture_names() -> list[str]:
     return sorted(os.path.basename(p)[:-len(".npz")] for p in glob.glob(os.path.join(DATA, "*.npz")))

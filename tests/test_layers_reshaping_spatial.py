@@ -1,6 +1,8 @@
 """Spatial reshaping layers against Keras 3 (.keras and .h5): ZeroPadding1D/2D, Cropping1D/2D,
-UpSampling1D/2D (nearest, and bilinear with Keras 3's half-pixel resize), channels_first;
-unsupported interpolations and crops that leave nothing."""
+UpSampling1D/2D (nearest, bilinear with Keras 3's half-pixel resize, and bicubic / lanczos3 /
+lanczos5 as ops.image.resize computes them), channels_first; unsupported interpolations (and
+sizes) and crops that leave nothing. Keras 2's other interpolations (tf.image.resize's) are
+checked against tf-keras in tests/test_keras2_files.py."""
 import numpy as np
 import pytest
 from keras_ref import assert_close, keras
@@ -50,10 +52,22 @@ def test_upsampling_bilinear_one_pixel_and_1d(tmp_path):
                                                    L.UpSampling1D(3, name="up3")], "upsampling1d")
 
 
+def test_upsampling_2d_resize_kernels(tmp_path):
+    layers = [L.UpSampling2D(2, interpolation="bicubic", name="bicubic2"),
+              L.UpSampling2D((3, 2), interpolation="lanczos3", name="lanczos3_3x2"),
+              L.UpSampling2D(2, interpolation="lanczos5", name="lanczos5"),
+              L.UpSampling2D(2, interpolation="bicubic", data_format="channels_first",
+                             name="bicubic_cf")]
+    assert_branches_match_keras(tmp_path, (5, 4, 3), layers, "upsampling2d_kernels")
+
+
 def test_unsupported_and_bad_shapes():
-    layer = L.UpSampling2D(2, interpolation="bicubic")
-    with pytest.raises(kg.UnsupportedLayerError, match="interpolation='bicubic'"):
-        UpSampling2D(LayerSpec("UpSampling2D", "up", layer.get_config()), 3)
+    config = L.UpSampling2D(2, interpolation="bicubic").get_config()
+    with pytest.raises(kg.UnsupportedLayerError, match="interpolation='area'"):
+        UpSampling2D(LayerSpec("UpSampling2D", "up", {**config, "interpolation": "area"}), 3)
+    with pytest.raises(kg.UnsupportedLayerError, match="unknown height or width"):
+        UpSampling2D(LayerSpec("UpSampling2D", "up", config), 3).compute_output_shape(
+            (None, None, 4, 3))
     crop = Cropping2D(LayerSpec("Cropping2D", "crop", L.Cropping2D(((2, 2), (0, 0))).get_config()), 3)
     with pytest.raises(kg.ShapeError, match="leaves nothing"):
         crop.compute_output_shape((None, 4, 5, 3))

@@ -46,11 +46,8 @@ class Resize(TFFunction):
             size = _aspect_preserving(h, w, size)
         self.copy = self.skip_same_size and (h, w) == tuple(size)
         if not self.copy:
-            # resize_area's 1 / (height_scale * width_scale), all of it on the rows' taps
-            scales = [resize_weights.resize_scale(n, m, self.align(args))
-                      for n, m in ((h, size[0]), (w, size[1]))]
-            area_factor = np.float32(1.0 / float(np.float32(scales[0] * scales[1])))
-            self.passes = [self._pass(args, 1, h, size[0], area_factor),
+            factor = rows_area_factor(h, w, size, self.align(args))
+            self.passes = [self._pass(args, 1, h, size[0], factor),
                            self._pass(args, 2, w, size[1], np.float32(1))]
         return (x.shape[0], size[0], size[1], x.shape[3])
 
@@ -102,11 +99,25 @@ class ResizeV2(Resize):
         return False
 
     def taps(self, args, n_in, n_out, area_factor):
-        antialias, method = bool(args.get("antialias", False)), self.method
-        if method in SCALE_AND_TRANSLATE or (antialias and method in ("bilinear", "bicubic")):
-            kernel = {"bilinear": "triangle", "bicubic": "keyscubic"}.get(method, method)
-            return resize_weights.scale_and_translate(kernel, n_in, n_out, antialias)
-        return _legacy(method, n_in, n_out, False, method != "area", area_factor)
+        return resize_taps(self.method, bool(args.get("antialias", False)), n_in, n_out,
+                           area_factor)
+
+
+def resize_taps(method: str, antialias: bool, n_in: int, n_out: int, area_factor):
+    """One axis's taps of tf.image.resize(method, antialias) (tf-keras's UpSampling2D runs it with
+    antialias=False for its other interpolations): scale_and_translate's kernels, or the legacy
+    half-pixel ones, as image_ops_impl.py dispatches them."""
+    if method in SCALE_AND_TRANSLATE or (antialias and method in ("bilinear", "bicubic")):
+        kernel = {"bilinear": "triangle", "bicubic": "keyscubic"}.get(method, method)
+        return resize_weights.scale_and_translate(kernel, n_in, n_out, antialias)
+    return _legacy(method, n_in, n_out, False, method != "area", area_factor)
+
+
+def rows_area_factor(h: int, w: int, size, align_corners: bool = False) -> np.float32:
+    """resize_area's 1 / (height_scale * width_scale), all of it on the rows' taps."""
+    scales = [resize_weights.resize_scale(n, m, align_corners)
+              for n, m in ((h, size[0]), (w, size[1]))]
+    return np.float32(1.0 / float(np.float32(scales[0] * scales[1])))
 
 
 register(ResizeV2, ["image.resize"])

@@ -17,5 +17,7 @@ from .runtime.shaders import ShaderError, clear_program_cache
 from .tensors.model_registry import live_models
 from .tensors.tensor import Tensor, empty, tensor
 from .worker import Worker, WorkerModel
+# kg.load_model reads KerasHub's models through kerasgl.kerashub (its namespace: kg.kerashub)
+from . import kerashub as _kerashub  # noqa: E402,F401
 
 __version__ = "0.1.0"

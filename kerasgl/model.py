@@ -47,6 +47,11 @@ from .saving import layer_rules
 # saving/ cannot import layers/, so the top of the package connects them (saving/layer_rules.py).
 layer_rules.install(FILE_RULES)
 
+# Model formats of other top-level features, asked before the Keras readers: each takes a path
+# and returns a loaded model, or None for a file not in its format (kerasgl/kerashub/ adds
+# KerasHub's .keras files and preset folders; this module does not import it).
+MODEL_FORMATS: list = []
+
 
 def load_model(path, worker=None, custom_objects=None) -> "Model":
     """Load a Keras model file (.keras, Keras 3 or Keras 2 .h5; the format is read from the file's
@@ -60,6 +65,10 @@ def load_model(path, worker=None, custom_objects=None) -> "Model":
         raise TypeError("load_model(worker=..., custom_objects=...) is not supported")
     if worker is not None:
         return worker.load_model(path)
+    for load_format in MODEL_FORMATS:
+        model = load_format(path)
+        if model is not None:
+            return model
     spec = saving.read_model(path)
     # The device policy's per-model hooks, or None (kerasgl/devices/policy.py; on llvmpipe a
     # helper process then compiles the shaders from the last layer backwards meanwhile).

@@ -22,6 +22,9 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip setuptools wheel
 if [ "${1:-}" = "--test" ]; then
   .venv/bin/python -m pip install -q '.[test,docs]'
+  # keras_hub, the reference of tests/test_kerashub*.py, without its tensorflow-text requirement
+  # (all of TensorFlow): the test extra holds the dependencies it imports.
+  .venv/bin/python -m pip install -q --no-deps keras-hub==0.32.0
 else
   .venv/bin/python -m pip install -q .
 fi

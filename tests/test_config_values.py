@@ -342,21 +342,3 @@ def _self_attention_named(name):
     x = keras.Input((3, 4))
     return keras.Model(x, L.MultiHeadAttention(2, 2, name=name)(x, x))
 
-
-@pytest.mark.parametrize("key", ["max_value", "negative_slope", "threshold"])
-def test_relu_nan_options_as_keras(tmp_path, key):
-    """A Keras 3 ReLU with a NaN option. max_value / negative_slope: Keras's outputs hold NaN
-    (checked here) where the clamping kernel would give numbers, so kerasgl refuses the option at
-    load. threshold: nothing exceeds NaN, Keras gives zeros, and kerasgl matches it."""
-    model = keras.Sequential([keras.Input((4,)), L.Dense(3, name="d"), L.ReLU(name="layer")])
-    src = str(tmp_path / "relu.keras")
-    model.save(src)
-    path = edited_copy(src, str(tmp_path / f"relu_{key}.keras"), "layer", set_key(key, math.nan))
-    x = RNG.uniform(-1, 1, (2, 4)).astype(np.float32)
-    if key == "threshold":
-        assert assert_refused_or_matches(path, x, "layer") is None
-        return
-    theirs = keras_outcome(path, x)
-    assert theirs is None or np.isnan(theirs[0]).any()
-    with pytest.raises(kg.UnsupportedLayerError, match=f"{key}=NaN"):
-        kg.load_model(path)

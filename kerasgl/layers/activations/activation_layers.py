@@ -1,8 +1,6 @@
 """Activation layers with options: ReLU, LeakyReLU, PReLU, ELU, Softmax, ThresholdedReLU."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...errors import ShapeError, UnsupportedLayerError
@@ -42,13 +40,6 @@ class ReLU(_Pointwise):
         else:
             slope = config_values.number(self, "negative_slope", 0.0, minimum=0.0)
             threshold = config_values.number(self, "threshold", 0.0, minimum=0.0)
-        # (A NaN threshold compares false everywhere: Keras's outputs are 0 and so are these.)
-        for key, value in (("max_value", max_value), ("negative_slope", slope)):
-            if value is not None and math.isnan(value):
-                # Keras computes with it and gives NaN (every output for max_value, those the
-                # option touches for the others); the clamping kernel would give numbers. (A tf.keras 1.x file's NaN cap, an option that was None, never gets
-                # here: saving/config.py reads it as None.)
-                raise self.unsupported(f"{key}=NaN (Keras's outputs are NaN with it)")
         if max_value is None and slope == 0.0 and threshold == 0.0:
             self.function = "relu"
         else:

@@ -8,6 +8,7 @@
     kerasgl gl-objects [...]
     kerasgl profile model.keras [input.npy] [--batch-size 8] [--trace t.json] [--plot p.png]
     kerasgl serve model.keras [--port 8501] [...]   (TF Serving's REST API, KServe v2; kerasgl/serving/)
+    kerasgl generate PRESET "prompt" [--max-length 64] [--sampler greedy|top_k|top_p] [--seed 1]
 
 predict reads one .npy (one-input model) or a .npz (several inputs, by input name, else in input
 order: arr_0, arr_1, ... as np.savez names them; `--array NAME` picks them by name) and writes
@@ -118,6 +119,28 @@ def positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+def cmd_generate(args) -> int:
+    import kerasgl as kg
+    from .kerashub import samplers, streaming   # imported only here: KerasHub's text side
+    with kg.load_model(args.preset) as model:
+        if not isinstance(model, kg.kerashub.HubCausalLM) or model.tokenizer is None:
+            raise CLIError(f"{args.preset}: not a KerasHub causal LM preset saved with its "
+                           "tokenizer")
+        stream = streaming.TextStream(model.tokenizer, _write_now)
+        text = model.generate(args.prompt, max_length=args.max_length,
+                              sampler=samplers.SAMPLERS[args.sampler](seed=args.seed),
+                              on_step=stream)
+        stream.finish(text)
+        print()
+    return 0
+
+
+def _write_now(text: str) -> None:
+    """Streamed text, shown as it comes (stdout is block-buffered when piped)."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer (1 or more), got {value}")
     return value
@@ -216,6 +239,19 @@ def _quiet_failures(main):
     def run(argv=None) -> int:
         argv = list(sys.argv[1:] if argv is None else argv)
         command = next((a for a in argv if not a.startswith("-")), "")
+    p = sub.add_parser("generate", help="continue a prompt with a KerasHub causal LM preset "
+                                        "saved with its tokenizer, streaming the text "
+                                        "(docs/kerashub.md; pip install 'kerasgl[kerashub]')")
+    p.add_argument("preset", help="a KerasHub preset folder (GPT-2, Gemma, Llama, Mistral)")
+    p.add_argument("prompt")
+    p.add_argument("--max-length", type=positive_int, default=None,
+                   help="tokens in all, prompt included (default: the preset's sequence_length)")
+    p.add_argument("--sampler", default="top_k", choices=("greedy", "top_k", "top_p"),
+                   help="how the next token is chosen (default KerasHub's top_k)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of top_k / top_p draws: the same seed, the same text")
+    p.set_defaults(func=cmd_generate)
+
         try:
             status = main(argv)
             sys.stdout.flush()             # a closed pipe shows here, not at exit

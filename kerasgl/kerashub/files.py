@@ -25,6 +25,8 @@ from .weights import WeightNode, read_tree
 PACKAGES = ("keras_hub", "keras_nlp")            # keras_nlp: KerasHub's name before 0.18
 TASK_FILE = "task.json"
 TASK_WEIGHTS_FILE = "task.weights.h5"
+TOKENIZER_FILE = "tokenizer.json"
+PREPROCESSOR_FILE = "preprocessor.json"
 SHARDED_WEIGHTS_FILE = "model.weights.json"
 
 
@@ -37,6 +39,10 @@ class HubFiles:
     backbone_weights: WeightNode
     task_weights: WeightNode | None   # the tree holding a task's own layers (None: a backbone)
     metadata: dict
+    # A preset folder's text side: the folder when it holds a tokenizer (tokenizer.py reads it),
+    # and its CausalLM preprocessor's hyperparameters (preprocessor.json), else None.
+    tokenizer_folder: str | None = None
+    preprocessor: dict | None = None
 
     @property
     def class_name(self) -> str:
@@ -142,7 +148,16 @@ def _read_preset(folder: str, task: bool) -> HubFiles:
             task_weights = _tree(folder, TASK_WEIGHTS_FILE)
         else:
             task_weights = WeightNode("/")     # a task with no weights of its own (CausalLM)
-    return HubFiles(folder, config, backbone, _backbone_tree(folder), task_weights, metadata)
+    files = HubFiles(folder, config, backbone, _backbone_tree(folder), task_weights, metadata)
+    if os.path.isfile(os.path.join(folder, TOKENIZER_FILE)):
+        files.tokenizer_folder = folder
+    if task and os.path.isfile(os.path.join(folder, PREPROCESSOR_FILE)):
+        preprocessor = _json(folder, PREPROCESSOR_FILE, MAX_CONFIG_BYTES)
+        if hub_class(preprocessor) is None:
+            raise ModelFileError(f"{os.path.join(folder, PREPROCESSOR_FILE)}: not a KerasHub "
+                                 "preprocessor")
+        files.preprocessor = hyperparameters(preprocessor, folder)
+    return files
 
 
 def _tree(folder: str, name: str) -> WeightNode:

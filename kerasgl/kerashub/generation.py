@@ -47,8 +47,8 @@ def prompts(inputs, max_length) -> tuple[np.ndarray, np.ndarray]:
     """(token_ids int32, padding_mask bool), both (batch, length)."""
     if not isinstance(inputs, dict) or set(inputs) != {"token_ids", "padding_mask"}:
         raise InputTypeError("generate() takes a dict of 'token_ids' and 'padding_mask' (a batch "
-                             "of prompts); text needs the model's tokenizer, which this model "
-                             "does not have.")
+                             "of prompts), or, for a model saved with its tokenizer, a string "
+                             "or a list of strings.")
     arrays = [inputs["token_ids"], inputs["padding_mask"]]
     arrays = [a.numpy() if isinstance(a, Tensor) else np.asarray(a) for a in arrays]
     token_ids, mask = arrays

@@ -20,8 +20,10 @@ from .files import HubFiles, hub_class, hyperparameters
 from .gated_decoder import GatedDecoder
 from .position_embedding import PositionEmbedding
 from .rms_norm import ScaledRMSNorm
+from .tokenizer import read as read_tokenizer
 from .transformer_decoder import TransformerDecoder
 from .transformer_encoder import TransformerEncoder
+from .vit_layers import ClassToken, ViTEncoderBlock
 
 # The KerasHub layer classes a built graph names (KerasHub's class names), resolved as custom
 # classes are during a load.
@@ -30,13 +32,26 @@ HUB_LAYERS: dict[str, type] = {
     "TransformerEncoder": TransformerEncoder, "LlamaTransformerDecoder": GatedDecoder,
     "MistralTransformerDecoder": GatedDecoder, "GemmaDecoderBlock": GatedDecoder,
     "LlamaLayerNorm": ScaledRMSNorm, "MistralLayerNormalization": ScaledRMSNorm,
-    "RMSNormalization": ScaledRMSNorm}
+    "RMSNormalization": ScaledRMSNorm, "ClassToken": ClassToken,
+    "ViTEncoderBlock": ViTEncoderBlock}
 
 
 class HubModel(Model):
     """A KerasHub backbone or task, its weights on the GPU until dispose()."""
     hub_class: str = ""
     hyperparameters: dict = {}
+    tokenizer_folder: str | None = None     # a preset folder holding the model's tokenizer
+    preprocessor: dict | None = None        # its preprocessor's hyperparameters (preprocessor.json)
+
+    @property
+    def tokenizer(self):
+        """The preset's tokenizer (kerasgl.kerashub.tokenizer.Tokenizer), read on first use (its
+        libraries are the kerashub extra); None for a model saved without one."""
+        if self.tokenizer_folder is None:
+            return None
+        if getattr(self, "_tokenizer", None) is None:
+            self._tokenizer = read_tokenizer(self.tokenizer_folder)
+        return self._tokenizer
 
     def __repr__(self) -> str:
         state = "disposed" if self.is_disposed else f"{len(self.layers)} layers"
@@ -74,6 +89,7 @@ def build_model(files: HubFiles) -> HubModel:
         model = found.model_class.from_spec(spec)
     model.hub_class = files.class_name
     model.hyperparameters = dict(hyperparameters(files.backbone_config, files.source))
+    model.tokenizer_folder, model.preprocessor = files.tokenizer_folder, files.preprocessor
     return model
 
 

@@ -96,7 +96,10 @@ def test_sigterm_never_waits_past_the_drain_timeout(long_jobs):
     seconds = time.perf_counter() - signalled
     thread.join(30)
     assert status in (128 + signal.SIGTERM, -signal.SIGALRM), status
-    assert seconds < 2.5, f"the server took {seconds:.1f} s to stop"
+    # 1 s of drain and the 0.5 s alarm, plus the time a loaded 2-core machine takes to schedule
+    # the dying process (3.2 s measured once with other test runs beside it); a server that
+    # waited for its 5 s GPU job would take longer than this.
+    assert seconds < 4.5, f"the server took {seconds:.1f} s to stop"
     if status == 128 + signal.SIGTERM:
         assert "still stopping after --drain-timeout-s (1 s)" in long_jobs.output()
     assert results[0][0] != 200, results

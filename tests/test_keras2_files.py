@@ -5,17 +5,13 @@ The fixtures in tests/data/keras2 are written by scripts/make_keras2_fixtures.py
 what tf-keras predicted (`output_i`). Most of them are files Keras 3 itself refuses to load (the
 script's docstrings say which quirk each one covers).
 
-Every fixture is classified below:
-- MUST_MATCH: kerasgl loads it and matches tf-keras within 1e-4 (abs + rel).
-- MAY_REFUSE: layers not implemented yet (or never: TFOpLambda needs TensorFlow). Such a file
-  must either match, or be refused at load with UnsupportedLayerError naming only the classes
-  listed for it. A wrong answer fails either way. Move a fixture to MUST_MATCH when its layers land.
+Every fixture is in MUST_MATCH: kerasgl loads it and matches tf-keras within 1e-4 (abs + rel); a
+file of tf-keras's that kerasgl refused would be a refusal where Keras answers.
 """
 from __future__ import annotations
 
 import glob
 import os
-import re
 
 import numpy as np
 import pytest
@@ -46,7 +42,6 @@ MUST_MATCH = {
     # graph.py hands Keras 2's keyword tensor arguments (mha(q, v) saved as value=v) to layers
     "attention_layers",
 }
-MAY_REFUSE: dict = {}
 
 def fixture_names() -> list[str]:
     return sorted(os.path.basename(p)[:-len(".npz")] for p in glob.glob(os.path.join(DATA, "*.npz")))
@@ -88,31 +83,14 @@ def predict_and_compare(name: str, filename: str) -> None:
 def test_every_fixture_is_classified():
     names = set(fixture_names())
     assert names, "no fixtures in tests/data/keras2"
-    assert not MUST_MATCH & set(MAY_REFUSE)
-    assert names == MUST_MATCH | set(MAY_REFUSE), (
-        f"unclassified: {sorted(names - MUST_MATCH - set(MAY_REFUSE))}, "
-        f"missing: {sorted((MUST_MATCH | set(MAY_REFUSE)) - names)}")
+    assert names == MUST_MATCH, (f"unclassified: {sorted(names - MUST_MATCH)}, "
+                                 f"missing: {sorted(MUST_MATCH - names)}")
 
 
 @pytest.mark.parametrize("name,filename",
                          [c for c in model_files() if c[0] in MUST_MATCH])
 def test_matches_tf_keras(name, filename):
     predict_and_compare(name, filename)
-
-
-@pytest.mark.parametrize("name,filename",
-                         [c for c in model_files() if c[0] in MAY_REFUSE])
-def test_matches_tf_keras_or_refuses_unsupported_layers(name, filename):
-    try:
-        predict_and_compare(name, filename)
-    except kg.UnsupportedLayerError as exc:
-        # "- 'name' (Class): ..." per unsupported class, "Layer 'name' (Class): ..." per option
-        refused = set(re.findall(r"(?:^\s*- |Layer )'[^']*' \((\w+)\)", str(exc),
-                                 flags=re.MULTILINE))
-        assert refused, f"{filename}: refusal names no layer class: {exc}"
-        allowed = MAY_REFUSE[name]
-        assert refused <= allowed, (f"{filename}: refused {sorted(refused - allowed)}, which "
-                                    f"this fixture does not excuse: {exc}")
 
 
 def test_hdf5_file_named_keras_is_read_as_hdf5():

@@ -10,7 +10,7 @@ from .ops.layout import transpose
 from .ops.random import random_normal, random_uniform
 from .ops.reduce import reduce_max, reduce_mean, reduce_min, reduce_sum
 from .ops.creation import fill, ones, zeros
-from .profiler import Profile, profile
+from .profiler import Profile, device_peak, profile
 from .tensors.ownership import (KindUsage, LeakError, MemoryInfo, dispose, keep, leak_report,
                                 leak_tracking_enabled, memory, tidy, track_leaks)
 from .runtime.shaders import ShaderError, clear_program_cache

@@ -9,6 +9,9 @@ it by MARGIN in every round (`decide`): noise on a shared machine, which slows o
 the next, must not flip a choice. Every variant computes the same values (the tests run
 them all), so a choice only changes speed. Each variant is compiled once before it is timed; the
 first run on a device costs the compiles (seconds on llvmpipe, which JIT-compiles each program).
+The tiled GEMM's tile shape is timed on the tiled GEMM whatever else is chosen (a trial's
+`forces`), so that its choice means something wherever the tiled kernels run; a shape the device
+cannot run (ops/gemm_tiles.py) is left out of its trial.
 """
 from __future__ import annotations
 
@@ -19,9 +22,10 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from . import settings
+from .errors import SettingError
 from .runtime import context, tuning
 from .tensors import ownership
-from .ops import conv, elementwise, matmul, pool
+from .ops import conv, elementwise, gemm_tiles, matmul, pool
 from .tensors.tensor import tensor
 
 MARGIN = 0.9       # a variant must take under 90% of the current choice's time to replace it
@@ -34,15 +38,26 @@ class Trial:
     field: str
     values: tuple
     workload: str
+    forces: tuple = ()      # (field, value) pairs in force while this trial is timed
+
+
+TILED = (("matmul_tiled", True), ("matmul_as_conv", False))     # the tile trials run tiled GEMMs
 
 
 TRIALS = (
     Trial("conv_weights_image", (False, True), "conv"),
     Trial("conv_input_image", (False, True), "conv"),
-    Trial("conv_pix", (8, 16), "conv"),
+    Trial("conv_pix", (4, 8, 16), "conv"),
     Trial("conv_local_size", (8, 16, 64), "conv"),
     Trial("matmul_views", (False, True), "matmul"),
     Trial("matmul_as_conv", (False, True), "gemm"),
+    Trial("matmul_tiled", (False, True), "gemm"),
+    Trial("gemm_tile_m", (32, 64, 128), "gemm", TILED),
+    Trial("gemm_tile_n", (32, 64, 128), "gemm", TILED),
+    Trial("gemm_block_m", (4, 8), "gemm", TILED),
+    Trial("gemm_block_n", (4, 8), "gemm", TILED),
+    Trial("gemm_tile_k", (8, 16, 32), "gemm", TILED),
+    Trial("conv_gemm", (False, True), "conv"),
     Trial("depthwise_views", (False, True), "depthwise"),
     Trial("window_views", (False, True), "pool"),
     Trial("elementwise_views", (False, True), "add"),
@@ -59,13 +74,20 @@ def _workloads(scale: int):
 
     side = 8 * scale
     x = upload(rng.standard_normal((1, side, side, 64)))
-    kernel = conv.pack_conv(rng.standard_normal((3, 3, 64, 64)) * 0.1, None, 1, upload)
+    # The weights in both layouts (packed per block; a matrix, for the implicit GEMM: tuning
+    # conv_gemm), the trial's tuning picking which the convolution reads.
+    weights = rng.standard_normal((3, 3, 64, 64)) * 0.1
+    kernels = {}
+    for layout in (False, True):
+        with settings.override(tuning=f"conv_gemm={int(layout)}"):
+            kernels[layout] = conv.pack_conv(weights, None, 1, upload)
     depthwise = conv.pack_depthwise(rng.standard_normal((3, 3, 64, 1)), None, upload)
     a, b = upload(rng.standard_normal((32 * scale, 256))), upload(rng.standard_normal((256, 256)))
     big_a = upload(rng.standard_normal((64 * scale, 512)))
     big_b = upload(rng.standard_normal((512, 512)))
     work = {
-        "conv": lambda: conv.conv2d(x, kernel, padding=((1, 1), (1, 1))),
+        "conv": lambda: conv.conv2d(x, kernels[tuning.current().conv_gemm],
+                                    padding=((1, 1), (1, 1))),
         "matmul": lambda: matmul.matmul(a, b),
         "gemm": lambda: matmul.matmul(big_a, big_b),
         "depthwise": lambda: conv.depthwise_conv2d(x, depthwise, padding=((1, 1), (1, 1))),
@@ -75,7 +97,8 @@ def _workloads(scale: int):
 
     def release():
         ownership.dispose([x, a, b, big_a, big_b])
-        kernel.dispose()
+        for kernel in kernels.values():
+            kernel.dispose()
         depthwise.dispose()
     return work, release
 
@@ -92,6 +115,16 @@ def _time(run, repeats: int) -> float:
         ctx.finish()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def _runs_here(values: dict) -> bool:
+    """Whether the tiled GEMM's tile shape in `values` fits this device (ops/gemm_tiles.py)."""
+    with settings.override(tuning=_setting_text(values)):
+        try:
+            gemm_tiles.current()
+        except SettingError:
+            return False
+    return True
 
 
 def _setting_text(values: dict) -> str:
@@ -119,11 +152,15 @@ def measure(scale: int = 4, repeats: int = 3, report=None, rounds: int = ROUNDS)
     work, release = _workloads(scale)
     try:
         for trial in TRIALS:
-            seconds = {value: [] for value in trial.values}     # one median per round
+            forced = dict(trial.forces)
+            values = [v for v in trial.values if v == chosen[trial.field]
+                      or _runs_here({**chosen, **forced, trial.field: v})]
+            seconds = {value: [] for value in values}           # one median per round
             for round_number in range(rounds):
-                order = trial.values if round_number % 2 == 0 else trial.values[::-1]
+                order = values if round_number % 2 == 0 else values[::-1]
                 for value in order:
-                    with settings.override(tuning=_setting_text({**chosen, trial.field: value})):
+                    setting = _setting_text({**chosen, **forced, trial.field: value})
+                    with settings.override(tuning=setting):
                         seconds[value].append(_time(work[trial.workload], repeats))
             chosen[trial.field] = decide(chosen[trial.field], seconds)
             if report is not None:

@@ -2,7 +2,7 @@
 
     kerasgl predict model.h5 input.npy -o out.npy [--batch-size 32]
     kerasgl summary model.keras [--expand-nested]
-    kerasgl info
+    kerasgl info [--peak]
     kerasgl demo
     kerasgl tune [--dry-run]
     kerasgl gl-objects [...]
@@ -65,6 +65,7 @@ def cmd_info(args) -> int:
     print(kg.info())
     from .runtime import context
     print(f"device choice: {context.device_choice().reason}")
+    print(device_peak_line(measure=args.peak))
     print("settings (docs/settings.md):")
     print(settings.table())
     return 0
@@ -83,7 +84,23 @@ def cmd_tune(args) -> int:
     else:
         chosen = autotune.measure_and_save(report=print)
     print("choices: " + ", ".join(f"{k}={v}" for k, v in chosen.items()))
+    # The device's peaks (kerasgl/profiler/peak.py), measured again with the new choices in force.
+    from .profiler import peak
+    measured = peak.measure()
+    if not args.dry_run:
+        peak.save(measured)
+    print(f"device peak: {measured}")
     return 0
+
+
+def device_peak_line(measure: bool) -> str:
+    """`kerasgl info`'s line on the device's peaks: cached ones (kerasgl/profiler/peak.py), or
+    measured now when asked (`--peak`); never measured unasked, so that info stays fast."""
+    from .profiler import peak
+    found = peak.device_peak(refresh=True) if measure else peak.cached()
+    if found is None:
+        return "device peak: not measured yet (`kerasgl info --peak` or `kerasgl tune`)"
+    return f"device peak: {found}" + ("" if measure else f" (cached {found.measured_at})")
 
 
 def kg_info_line() -> str:
@@ -102,23 +119,6 @@ def cmd_gl_objects(args, rest) -> int:
     return gl_dump.main(rest)
 
 
-def cmd_serve(args, rest) -> int:
-    try:
-        from .serving import server   # imported only here: the server's packages are an extra
-    except ImportError as exc:
-        print(f"kerasgl serve needs the serve extra ({exc}): pip install 'kerasgl[serve]' "
-              "from a package index, or, in a clone of the repository, "
-              ".venv/bin/pip install '.[serve]'", file=sys.stderr)
-        return EXIT_ERROR
-    return server.main(rest)
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (a batch size, a repeat count)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
 def cmd_generate(args) -> int:
     import kerasgl as kg
     from .kerashub import samplers, streaming   # imported only here: KerasHub's text side
@@ -141,6 +141,23 @@ def _write_now(text: str) -> None:
     sys.stdout.flush()
 
 
+def cmd_serve(args, rest) -> int:
+    try:
+        from .serving import server   # imported only here: the server's packages are an extra
+    except ImportError as exc:
+        print(f"kerasgl serve needs the serve extra ({exc}): pip install 'kerasgl[serve]' "
+              "from a package index, or, in a clone of the repository, "
+              ".venv/bin/pip install '.[serve]'", file=sys.stderr)
+        return EXIT_ERROR
+    return server.main(rest)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (a batch size, a repeat count)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer (1 or more), got {value}")
     return value
@@ -187,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_summary)
 
     p = sub.add_parser("info", help="the GPU, its OpenGL version and limits, kerasgl's settings")
+    p.add_argument("--peak", action="store_true", help="measure the device's FMA throughput and "
+                   "memory bandwidth now (a few seconds) and cache them; without it, cached "
+                   "figures only")
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("demo", help="classify digits with the small model shipped in the package")
@@ -196,7 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tune", help="time the kernel variants on this GPU and cache the fastest "
                                     "(kerasgl/autotune.py)")
-    p.add_argument("--dry-run", action="store_true", help="print the timings, write nothing")
+    p.add_argument("--dry-run", action="store_true", help="print the timings and the device's "
+                   "peaks, write nothing")
     p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("profile", help="profile a model's predict: time per layer and kernel, "
@@ -217,6 +238,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="profile the first calls (compiles, recordings) instead of the steady state")
     p.add_argument("--cpu-only", action="store_true", help="no GPU timer queries")
     p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("generate", help="continue a prompt with a KerasHub causal LM preset "
+                                        "saved with its tokenizer, streaming the text "
+                                        "(docs/kerashub.md; pip install 'kerasgl[kerashub]')")
+    p.add_argument("preset", help="a KerasHub preset folder (GPT-2, Gemma, Llama, Mistral)")
+    p.add_argument("prompt")
+    p.add_argument("--max-length", type=positive_int, default=None,
+                   help="tokens in all, prompt included (default: the preset's sequence_length)")
+    p.add_argument("--sampler", default="top_k", choices=("greedy", "top_k", "top_p"),
+                   help="how the next token is chosen (default KerasHub's top_k)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of top_k / top_p draws: the same seed, the same text")
+    p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("serve", help="serve models over TensorFlow Serving's REST API and the "
                                      "Open Inference Protocol (HTTP, gRPC), with dynamic "
@@ -239,19 +273,6 @@ def _quiet_failures(main):
     def run(argv=None) -> int:
         argv = list(sys.argv[1:] if argv is None else argv)
         command = next((a for a in argv if not a.startswith("-")), "")
-    p = sub.add_parser("generate", help="continue a prompt with a KerasHub causal LM preset "
-                                        "saved with its tokenizer, streaming the text "
-                                        "(docs/kerashub.md; pip install 'kerasgl[kerashub]')")
-    p.add_argument("preset", help="a KerasHub preset folder (GPT-2, Gemma, Llama, Mistral)")
-    p.add_argument("prompt")
-    p.add_argument("--max-length", type=positive_int, default=None,
-                   help="tokens in all, prompt included (default: the preset's sequence_length)")
-    p.add_argument("--sampler", default="top_k", choices=("greedy", "top_k", "top_p"),
-                   help="how the next token is chosen (default KerasHub's top_k)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="seed of top_k / top_p draws: the same seed, the same text")
-    p.set_defaults(func=cmd_generate)
-
         try:
             status = main(argv)
             sys.stdout.flush()             # a closed pipe shows here, not at exit

@@ -12,7 +12,8 @@ docs/performance.md (between its markers; the hand-written intro stays) and a PN
 for the smoke test) nothing under docs/ is written unless a path is given explicitly.
 
 What is measured (docs/performance.md explains each column):
-- micro: GEMM in GFLOP/s next to numpy's `@`; a 3x3 and a depthwise 3x3 convolution (kerasgl.ops.conv)
+- micro: the device's peaks (kerasgl/profiler/peak.py: FMA GFLOP/s, memory GB/s); GEMM in
+  GFLOP/s next to numpy's `@` and as a share of the FMA peak; a 3x3 and a depthwise 3x3 convolution (kerasgl.ops.conv)
   next to XLA's convolution; the fixed cost of a tiny op and of a bare dispatch, in microseconds.
 - models: batch-1 latency and batch-N throughput of model.predict, kerasgl next to Keras-JAX on the
   same inputs; load_model -> first prediction in a fresh process (no compiled shader cached); bytes
@@ -51,6 +52,7 @@ MARK_END = "<!-- bench:end -->"
 # kerasgl's performance targets on the 2-core llvmpipe machine (the Targets table).
 TARGETS = {
     "gemm_1024_fraction_of_numpy": 0.20,
+    "gemm_1024_fraction_of_peak": 0.60,
     "batch1_faster_than_keras": ("small_cnn", "MobileNetV2", "EfficientNetB0"),
     "batch1_within_2x_of_keras": ("ResNet50",),
     "peak_over_naive": {"MobileNetV2": 0.30, "ResNet50": 0.30},
@@ -196,6 +198,20 @@ def environment() -> dict:
 # =================================================================================================
 # Micro benchmarks: GEMM, convolutions, dispatch cost
 # =================================================================================================
+def bench_peak(quick: bool) -> dict:
+    """The device's FMA throughput and memory bandwidth, measured now (not the cached figures):
+    kerasgl/profiler/peak.py's DevicePeak as a dict."""
+    from dataclasses import asdict
+    from kerasgl.profiler import peak
+    return asdict(peak.measure(runs=3 if quick else peak.RUNS))
+
+
+def of_peak(rows: list[dict], peak: dict | None) -> None:
+    """Add each row's kerasgl GFLOP/s as a share of the FMA peak (median) to the row."""
+    for row in rows:
+        row["fraction_of_peak"] = row["kerasgl_gflops"] / peak["gflops"] if peak else None
+
+
 def gemm_shapes(quick: bool) -> list[tuple[str, int, int, int]]:
     """(label, M, K, N): square matrices, then the 1x1 convolutions of ResNet50 as GEMMs
     (pixels x cin @ cin x cout)."""
@@ -686,6 +702,10 @@ def fmt(value, spec=".1f", none="-") -> str:
     return none if value is None else format(value, spec)
 
 
+def percent(value) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
 def mb(value) -> str:
     return "-" if value is None else f"{value / 2**20:.1f}"
 
@@ -694,6 +714,13 @@ def verdicts(results: dict) -> list[tuple[str, str, str]]:
     """(target, measured, verdict) for each of kerasgl's llvmpipe targets that was measured."""
     out = []
     for row in results["micro"].get("gemm", []):
+        if row["M"] == row["K"] == row["N"] == 1024 and row.get("fraction_of_peak") is not None:
+            frac, peak = row["fraction_of_peak"], results["micro"]["peak"]
+            out.append(("GEMM 1024 >= 60% of the FMA peak",
+                        f"{row['kerasgl_gflops']:.2f} vs {peak['gflops']:.1f} GFLOP/s (the median "
+                        f"of kerasgl/profiler/peak.py's FMA runs; best {peak['gflops_best']:.1f}) "
+                        f"= {frac:.1%}",
+                        "met" if frac >= TARGETS["gemm_1024_fraction_of_peak"] else "not met"))
         if row["M"] == row["K"] == row["N"] == 1024:
             # Against numpy's best run: a median slowed down by other processes would flatter us.
             frac = row["fraction_of_numpy_best"]
@@ -748,26 +775,37 @@ def markdown_tables(results: dict) -> str:
              f"- Repeats: up to {settings['repeats']} timed runs after a warm-up, fewer where one run "
              f"is slow (budget {settings['budget_s']:.0f} s per figure); each count is shown.", ""]
     micro = results["micro"]
+    if micro.get("peak"):
+        peak = micro["peak"]
+        lines += ["### Device peak (kerasgl/profiler/peak.py)", "",
+                  "| float32 FMA GFLOP/s, median (best) | spread | memory GB/s, median (best) "
+                  "| spread | runs |", "|---:|---:|---:|---:|---:|",
+                  f"| {peak['gflops']:.1f} ({peak['gflops_best']:.1f}) | {peak['gflops_spread']:.0%} "
+                  f"| {peak['gbps']:.1f} ({peak['gbps_best']:.1f}) | {peak['gbps_spread']:.0%} "
+                  f"| {peak['runs']} |", ""]
     if micro.get("gemm"):
         lines += ["### GEMM (float32, C = A @ B)", "",
-                  "| shape | kerasgl ms | kerasgl GFLOP/s | numpy ms | numpy GFLOP/s (best) "
-                  "| kerasgl / numpy (best) | runs | max rel. error |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| shape | kerasgl ms | kerasgl GFLOP/s | % of FMA peak | numpy ms "
+                  "| numpy GFLOP/s (best) | kerasgl / numpy (best) | runs | max rel. error |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in micro["gemm"]:
             shape = f"{r['M']}x{r['K']} @ {r['K']}x{r['N']}" + \
                 ("" if r["name"] == "square" else f" ({r['name']})")
             lines.append(f"| {shape} | {r['kerasgl_ms']:.2f} "
-                         f"| {r['kerasgl_gflops']:.2f} | {r['numpy_ms']:.2f} "
+                         f"| {r['kerasgl_gflops']:.2f} | {percent(r.get('fraction_of_peak'))} "
+                         f"| {r['numpy_ms']:.2f} "
                          f"| {r['numpy_gflops']:.1f} ({r['numpy_best_gflops']:.1f}) "
                          f"| {r['fraction_of_numpy']:.1%} ({r['fraction_of_numpy_best']:.1%}) "
                          f"| {r['kerasgl_repeats']}, {r['numpy_repeats']} | {r['max_rel_error']:.1e} |")
         lines.append("")
     if micro.get("conv"):
         lines += ["### Convolutions (3x3, stride 1, same padding, batch 1)", "",
-                  "| case | kerasgl ms | kerasgl GFLOP/s | XLA ms | XLA GFLOP/s | runs | max rel. error |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
+                  "| case | kerasgl ms | kerasgl GFLOP/s | % of FMA peak | XLA ms | XLA GFLOP/s "
+                  "| runs | max rel. error |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in micro["conv"]:
             lines.append(f"| {r['name']} | {r['kerasgl_ms']:.2f} | {r['kerasgl_gflops']:.2f} "
+                         f"| {percent(r.get('fraction_of_peak'))} "
                          f"| {fmt(r['xla_ms'], '.2f')} | {fmt(r['xla_gflops'], '.1f')} "
                          f"| {r['kerasgl_repeats']} | {fmt(r['max_rel_error'], '.1e')} |")
         lines.append("")
@@ -987,11 +1025,14 @@ def main(argv=None) -> int:
     results["settings"]["inline"] = args.inline
     with tempfile.TemporaryDirectory() as workdir:
         if not args.skip_micro:
+            print("micro: device peak ...", flush=True)
+            peak = results["micro"]["peak"] = bench_peak(args.quick)
             print("micro: GEMM ...", flush=True)
             results["micro"]["gemm"] = bench_gemm(args.quick, args.repeats, args.budget)
             print("micro: convolutions ...", flush=True)
             results["micro"]["conv"] = bench_conv(args.quick, args.repeats, args.budget,
                                                   with_xla=not args.skip_keras)
+            of_peak(results["micro"]["gemm"] + results["micro"]["conv"], peak)
             print("micro: dispatch cost ...", flush=True)
             results["micro"]["dispatch"] = bench_dispatch(args.quick)
             if args.inline:

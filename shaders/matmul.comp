@@ -20,10 +20,11 @@
 //   HAS_BIAS    add bias[n] (BIAS_VEC4 when N % 4 == 0)
 //   ACT         pointwise activation from activations.glsl, applied last
 //   SOFTMAX     softmax over each row instead (N <= 4 * NV: one invocation holds a whole row)
-//   BROADCAST   batch offsets come from the strides below (else: b * M*K, b * K*N)
+//   BROADCAST   batch offsets come from the broadcast strides (matmul_common.glsl)
 //   LX, LY      work group size (lanes along N blocks, lanes along M blocks)
 #include "common.glsl"
 #include "activations.glsl"
+#include "matmul_common.glsl"
 
 layout(local_size_x = LX, local_size_y = LY) in;
 
@@ -55,27 +56,6 @@ layout(std430, binding = 3) writeonly buffer C { vec4 c4[]; };
 #else
 layout(std430, binding = 3) writeonly buffer C { float c[]; };
 #endif
-
-#define MAX_BATCH_RANK 6
-uniform int M;
-uniform int N;
-uniform int K;
-uniform int a_rs;
-uniform int a_cs;
-uniform int b_rs;
-uniform int b_cs;
-uniform int a_off;            // element offset of A's first matrix (a view into a larger buffer)
-uniform int b_off;
-// C[b, m, n] = c[b * M * c_rs + m * c_rs + c_off + n]: c_rs = N and c_off = 0, except for a piece
-// of a Dense kernel split over several buffers (kerasgl/ops/splits.py), which writes its columns
-// c_off.. of an output c_rs wide.
-uniform int c_rs;
-uniform int c_off;
-uniform int batch_base;       // first batch index of this dispatch (batches past 65535 groups)
-uniform int batch_rank;
-uniform int batch_shape[MAX_BATCH_RANK];
-uniform int a_batch_strides[MAX_BATCH_RANK];  // 0 where A is broadcast
-uniform int b_batch_strides[MAX_BATCH_RANK];
 
 vec4 load_a_row(int base, int m, int k) {
     // A[m, k..k+3]
@@ -123,27 +103,14 @@ vec4 bias_at(int n) {
 }
 #endif
 
-vec4 act4(vec4 v) { return vec4(ACT(v.x), ACT(v.y), ACT(v.z), ACT(v.w)); }
-
 void main() {
     int n0 = int(gl_GlobalInvocationID.x) * 4 * NV;
     int m0 = int(gl_GlobalInvocationID.y) * TM;
     int batch = int(gl_WorkGroupID.z) + batch_base;
     if (n0 >= N || m0 >= M) return;
 
-    int a_base = a_off, b_base = b_off;
-#if BROADCAST
-    int rem = batch;
-    for (int d = batch_rank - 1; d >= 0; --d) {
-        int coord = rem % batch_shape[d];
-        rem /= batch_shape[d];
-        a_base += coord * a_batch_strides[d];
-        b_base += coord * b_batch_strides[d];
-    }
-#else
-    a_base += batch * M * K;
-    b_base += batch * K * N;
-#endif
+    ivec2 bases = batch_bases(batch);
+    int a_base = bases.x, b_base = bases.y;
 
     // Rows past M repeat the last row (their results are not written): no branch in the loop.
     int rows[TM];

@@ -290,3 +290,61 @@ def test_packed_weights_never_have_a_power_of_two_texel_count():
         n = out.size // 4
         assert out.size % 4 == 0 and n & (n - 1) != 0, texels
         assert np.array_equal(out[:flat.size], flat) and not out[flat.size:].any()
+
+
+# -- convolutions as implicit GEMMs (shaders/conv_gemm.comp: what GPUs run) -----------------------
+IMPLICIT_GEMM = ("matmul_tiled=1,matmul_as_conv=0,conv_gemm=1",
+                 "matmul_tiled=1,matmul_as_conv=0,conv_gemm=1,conv_weights_image=1,"
+                 "conv_input_image=1,gemm_tile_m=32,gemm_tile_n=128,gemm_block_n=8,gemm_tile_k=32")
+
+
+@pytest.mark.parametrize("setting", IMPLICIT_GEMM)
+def test_convolutions_as_implicit_gemm(setting, tmp_path, monkeypatch):
+    """1x1 (a plain GEMM), KxK with padding, strides and dilation, partial tiles of pixels and
+    channels, a Conv1D; a residual Add and a ReLU fused into the convolution; what the GEMM kernel
+    leaves to conv2d.comp on the same matrix-layout weights (fused max pooling, groups,
+    a transposed convolution, 6 input channels)."""
+    from kerasgl.runtime import tuning
+    monkeypatch.setenv(tuning.ENV, setting)
+    layers = [F.Conv2D(40, 3, padding="same", activation="relu6", name="k3"),
+              F.Conv2D(64, 1, name="k1"),
+              F.Conv2D(20, 1, strides=2, name="k1_s2"),
+              F.Conv2D(36, 3, dilation_rate=2, activation="gelu", name="k3_d2"),
+              F.Conv2D(68, (5, 3), strides=(2, 1), padding="same", name="k5x3_s2x1"),
+              F.Conv2D(12, 3, groups=4, name="g4"),
+              F.Conv2DTranspose(8, 3, strides=2, name="transposed")]
+    assert_branches_match_keras(tmp_path, (21, 19, 16), layers, "implicit_gemm")
+    x = keras.Input((12, 10, 8))
+    a = L.Conv2D(16, 3, padding="same", activation="relu", name="a")(x)
+    b = L.Conv2D(16, 1, name="b")(a)
+    y = L.ReLU()(L.Add()([b, a]))
+    y = L.MaxPooling2D(2)(L.Conv2D(24, 3, padding="same", activation="relu", name="pooled")(y))
+    c = L.Conv1D(12, 3, padding="causal", name="c1d")(L.Reshape((80, 24))(
+        L.Conv2D(24, 3, name="rgb")(L.Conv2D(6, 1)(x))))
+    model = keras.Model(x, [y, c], name="gemm_residual")
+    assert_matches_keras(model, tmp_path, inputs=[np.random.default_rng(3).uniform(
+        -1, 1, (2, 12, 10, 8)).astype("float32")])
+    path = str(tmp_path / "gemm_residual.keras")
+    with kg.load_model(path) as loaded:
+        with kg.profile(gpu_timing=False) as p:
+            loaded.predict(np.zeros((1, 12, 10, 8), np.float32), verbose=0)
+    by_layer = {e.layer: e.kernel.split()[0] for e in p.events}
+    assert by_layer["a"] == by_layer["b"] == by_layer["c1d"] == "conv_gemm.comp"
+    assert by_layer["pooled"] == "conv2d.comp"          # pooling fused: conv2d.comp's
+
+
+def test_weights_split_over_storage_blocks_as_implicit_gemm(tmp_path, monkeypatch):
+    """Weights over KERASGL_MAX_STORAGE_BLOCK in several matrix-layout pieces, one dispatch each
+    writing its channels: on the GEMM kernel, and on conv2d.comp (pooling fused)."""
+    from kerasgl import settings
+    from kerasgl.runtime import tuning
+    monkeypatch.setenv(tuning.ENV, IMPLICIT_GEMM[0])
+    x = keras.Input((5, 6, 16))
+    a = L.Conv2D(40, 3, padding="same", activation="relu", name="split")(x)
+    b = L.MaxPooling2D(2)(L.Conv2D(20, 3, padding="same", name="split_pooled")(a))
+    model = keras.Model(x, [a, b], name="split_gemm")
+    with settings.override(max_storage_block=8192):
+        assert_matches_keras(model, tmp_path, formats=(".keras",))
+        with kg.load_model(str(tmp_path / "split_gemm.keras")) as loaded:
+            assert len(loaded.get_layer("split").kernel.pieces) > 1
+            assert loaded.get_layer("split").kernel.matrix

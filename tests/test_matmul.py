@@ -154,3 +154,50 @@ def test_softmax_epilogue_refuses_wide_rows():
         a, b = kg.ones((2, 4)), kg.ones((4, 33))
         with pytest.raises(kg.ShapeError, match="at most 32 columns"):
             matmul(a, b, activation="softmax")
+
+
+# -- the tiled GEMM (shaders/matmul_tiled.comp: what GPUs run) -----------------------------------
+TILED = ("matmul_tiled=1,matmul_as_conv=0", "matmul_tiled=1,matmul_as_conv=0,matmul_views=1,"
+         "gemm_tile_m=32,gemm_tile_n=128,gemm_block_n=8,gemm_tile_k=8")
+
+
+@pytest.fixture(params=TILED)
+def tiled(request, monkeypatch):
+    from kerasgl.runtime import tuning
+    monkeypatch.setenv(tuning.ENV, request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("a_shape,b_shape,tb", [
+    ((64, 64), (64, 64), False), ((100, 36), (36, 52), False), ((17, 20), (20, 24), True),
+    ((3, 40, 12), (3, 12, 16), False), ((2, 1, 33, 8), (3, 8, 20), True),
+    ((130, 4), (4, 68), False),
+])
+def test_tiled_gemm_matches_numpy(tiled, a_shape, b_shape, tb):
+    """Partial tiles in M and N, K shorter than a tile's depth, batches broadcast, B transposed;
+    a bias and an activation in the epilogue."""
+    a, b = rand(*a_shape), rand(*b_shape)
+    bias = rand(b_shape[-1])
+    expected = np.maximum(np.matmul(a, b) + bias, 0)
+    b_given = np.swapaxes(b, -1, -2).copy() if tb else b
+    with kg.profile(gpu_timing=False) as p:
+        actual = run(a, b_given, bias=bias, activation="relu", transpose_b=tb)
+    np.testing.assert_allclose(actual, expected, atol=ATOL, rtol=RTOL)
+    assert any(e.kernel.startswith("matmul_tiled.comp") for e in p.events)
+
+
+def test_tiled_gemm_leaves_what_it_cannot_do_to_matmul_comp(tiled):
+    """Odd sizes (no vec4 along K or N), A transposed, a softmax epilogue, a single row."""
+    cases = [((20, 18), (18, 30), {}), ((16, 24), (16, 20), {"transpose_a": True}),
+             ((32, 16), (16, 10), {"activation": "softmax"}), ((1, 64), (64, 64), {})]
+    for a_shape, b_shape, options in cases:
+        a, b = rand(*a_shape), rand(*b_shape)
+        with kg.profile(gpu_timing=False) as p:
+            actual = run(a, b, **options)
+        a_used = a.T if options.get("transpose_a") else a
+        expected = a_used @ b
+        if options.get("activation") == "softmax":
+            expected = np.exp(expected - expected.max(1, keepdims=True))
+            expected /= expected.sum(1, keepdims=True)
+        np.testing.assert_allclose(actual, expected, atol=ATOL, rtol=RTOL)
+        assert [e.kernel.split()[0] for e in p.events] == ["matmul.comp"]

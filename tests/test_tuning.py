@@ -17,6 +17,17 @@ VARIANTS = ["conv_weights_image=0,conv_input_image=0,matmul_views=0,matmul_as_co
             "conv_weights_image=0,conv_input_image=0,matmul_views=0,matmul_as_conv=1",
             "conv_weights_image=0,conv_input_image=1,matmul_views=1,matmul_as_conv=0",
             "conv_local_size=16,conv_pix=8", "conv_local_size=64", "conv_local_size=8"]
+# The tiled GEMM and the implicit-GEMM convolution (GPUs' defaults), in several tile shapes.
+GEMM_VARIANTS = ["matmul_tiled=1,matmul_as_conv=0,conv_gemm=1,matmul_views=0,conv_weights_image=0,"
+                 "conv_input_image=0",
+                 "matmul_tiled=1,matmul_as_conv=0,conv_gemm=1,matmul_views=1,conv_weights_image=1,"
+                 "conv_input_image=1,gemm_tile_m=128,gemm_block_m=8,gemm_tile_k=8",
+                 "matmul_tiled=1,matmul_as_conv=1,conv_gemm=1,gemm_tile_m=32,gemm_tile_n=32,"
+                 "gemm_block_n=8,gemm_tile_k=32"]
+# The variants that only change where values are read from, or how the work is spread: the
+# same sums in the same order (no tiled GEMM, which sums in its own order).
+SAME_SUMS = [f"{v},conv_gemm=0,matmul_tiled=0" for v in VARIANTS]
+VARIANTS = VARIANTS + GEMM_VARIANTS
 
 
 def close(actual, expected):
@@ -98,7 +109,7 @@ def test_view_and_buffer_variants_are_bit_identical(monkeypatch):
     x = rng.standard_normal((1, 12, 12, 16), dtype=np.float32)
     kernel = rng.standard_normal((3, 3, 16, 64), dtype=np.float32)
     results = []
-    for setting in VARIANTS:
+    for setting in SAME_SUMS:
         monkeypatch.setenv(tuning.ENV, setting)
         with kg.tidy():
             packed = conv.pack_conv(kernel, None, 1, kg.tensor)
@@ -123,9 +134,9 @@ def test_keras_conv_model_in_both_weight_layouts(monkeypatch, tmp_path):
     x = np.random.default_rng(5).standard_normal((1, 10, 10, 4)).astype(np.float32)
     expected = model.predict(x, verbose=0)
     for setting in ("conv_weights_image=0,conv_input_image=0,window_views=0,depthwise_views=0,"
-                    "elementwise_views=0",
+                    "elementwise_views=0,conv_gemm=0",
                     "conv_weights_image=1,conv_input_image=1,window_views=1,depthwise_views=1,"
-                    "elementwise_views=1"):
+                    "elementwise_views=1,conv_gemm=0", GEMM_VARIANTS[0], GEMM_VARIANTS[1]):
         monkeypatch.setenv(tuning.ENV, setting)
         with kg.load_model(path) as loaded:
             for _ in range(4):             # eager, recorded twice, then a replayed plan
@@ -138,7 +149,8 @@ def test_defaults_come_from_the_device_policy():
     """The per-driver tables live behind the device seam: llvmpipe's policy hands down its
     measured variants; the plain policy (every other driver, and any driver under
     KERASGL_DEVICE_POLICY=plain) keeps Tuning's generic GPU defaults."""
-    llvmpipe = devices.policy_for("llvmpipe (LLVM 15.0.6, 256 bits)")
+    with settings.override(device_policy="auto"):     # whatever this process runs under
+        llvmpipe = devices.policy_for("llvmpipe (LLVM 15.0.6, 256 bits)")
     assert tuning.defaults_for(llvmpipe).conv_weights_image
     assert tuning.defaults_for(llvmpipe).conv_local_size == 8
     assert tuning.defaults_for(devices.policy_for("NVIDIA H200/PCIe/SSE2")) == tuning.Tuning()
@@ -146,11 +158,41 @@ def test_defaults_come_from_the_device_policy():
         assert tuning.defaults_for(devices.policy_for("llvmpipe (LLVM 15.0.6)")) == tuning.Tuning()
 
 
+def test_generic_gpu_defaults_are_gpu_shaped():
+    """What the plain policy runs (NVIDIA, AMD, Intel): tiled GEMMs and implicit-GEMM
+    convolutions on work groups of whole 64-lane waves, within every GL 4.3 device's limits."""
+    from kerasgl.ops import gemm_tiles
+    generic = tuning.Tuning()
+    assert generic.matmul_tiled and generic.conv_gemm and generic.conv_local_size % 64 == 0
+    tiles = gemm_tiles.Tiles(generic.gemm_tile_m, generic.gemm_tile_n, generic.gemm_tile_k,
+                             generic.gemm_block_m, generic.gemm_block_n)
+    assert 64 <= tiles.invocations <= 256 and tiles.invocations % 64 == 0
+    gl43_minimum = context.Limits(0, 0, 0, (1024, 1024, 64), (65535,) * 3, 1024, 32768)
+    assert tiles.problems(gl43_minimum) == []
+
+
+@pytest.mark.parametrize("setting,complaint", [
+    ("gemm_block_n=6", "multiple of 4"), ("gemm_tile_m=66", "whole blocks"),
+    ("gemm_tile_m=128,gemm_tile_n=128,gemm_tile_k=64", "shared memory"),
+])
+def test_a_tile_shape_the_device_cannot_run_is_refused(monkeypatch, setting, complaint):
+    monkeypatch.setenv(tuning.ENV, f"matmul_tiled=1,matmul_as_conv=0,{setting}")
+    limits = context.limits()
+    if "shared" in complaint and limits.max_shared_memory_bytes >= 4 * 64 * 256:
+        pytest.skip("this device has room for it")
+    with kg.tidy():
+        a = kg.tensor(np.ones((64, 64), np.float32))
+        with pytest.raises(kg.KerasGLError, match=complaint):
+            mm.matmul(a, a)
+
+
 def test_environment_overrides_and_bad_values_are_ignored(monkeypatch):
+    monkeypatch.delenv(tuning.ENV, raising=False)
+    device_default = tuning.current().conv_cout_vec
     monkeypatch.setenv(tuning.ENV, "conv_pix=8, conv_weights_image=0 bogus=3 conv_cout_vec=-1")
     chosen = tuning.current()
     assert chosen.conv_pix == 8 and not chosen.conv_weights_image
-    assert chosen.conv_cout_vec == tuning.Tuning().conv_cout_vec
+    assert chosen.conv_cout_vec == device_default
 
 
 def test_cache_lives_under_xdg_cache_home_and_is_read_back(monkeypatch, tmp_path):

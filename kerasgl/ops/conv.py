@@ -4,6 +4,11 @@ Weights are packed once (pack_conv / pack_depthwise / pack_conv_transpose, calle
 time) into the vec4 layouts the shaders read; `conv2d` / `depthwise_conv2d` then only dispatch.
 A Conv1D is a Conv2D over one row; a transposed convolution is a convolution over the input seen
 with (stride - 1) zeros between its samples, with the kernel flipped and its in/out swapped.
+
+Where the device's tuning says conv_gemm (GPUs), a convolution of one group runs as an implicit
+GEMM on the tiled GEMM kernel (shaders/conv_gemm.comp, ops/gemm_tiles.py), its weights packed as
+a plain [kh * kw * cin][cout] matrix, which conv2d.comp reads too (for what the GEMM kernel does
+not do: fused pooling, transposed convolutions, inputs whose channels are not a multiple of 4).
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ import numpy as np
 from ..runtime import buffer_views, tuning
 from ..errors import GPULimitError, ShapeError
 from ..tensors.tensor import Tensor, empty
-from . import dispatch, splits
+from . import dispatch, gemm_tiles, splits, work
 from .storage_ops import any_storage
 
 def local_size() -> int:
@@ -148,6 +153,12 @@ class ConvKernel:
         return self.cout // self.groups
 
     @property
+    def matrix(self) -> bool:
+        """Whether the weights are a plain [kh * kw * cin][columns] matrix (per piece) rather
+        than packed per output-channel block: what conv_gemm.comp reads."""
+        return self.groups == 1 and self.block_stride == self.cout_vec
+
+    @property
     def blocks_pg(self) -> int:
         return math.ceil(self.cout_pg / (4 * self.cout_vec))
 
@@ -188,9 +199,13 @@ def choose_cout_vec(cout_pg: int) -> int:
 
 
 def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: Callable,
-              input_dilation: tuple = (1, 1)) -> ConvKernel:
+              input_dilation: tuple = (1, 1), matrix: bool | None = None) -> ConvKernel:
     """Pack a Keras Conv2D kernel [kh, kw, cin_pg, cout] (Conv1D: [k, cin_pg, cout]) and bias.
-    `upload(array) -> Tensor` puts an array on the GPU (a layer's `upload`, which owns it)."""
+    `upload(array) -> Tensor` puts an array on the GPU (a layer's `upload`, which owns it).
+    matrix: lay the weights out as a matrix (what the implicit GEMM reads, and conv2d.comp too);
+    None: where the device's tuning runs convolutions as GEMMs (conv_gemm) and the kernel is one
+    group, not transposed. False for a kernel read by a shader that knows the packed layout only
+    (conv3d.comp)."""
     kernel = np.asarray(kernel, dtype=np.float32)
     if kernel.ndim == 3:
         kernel = kernel[None]
@@ -215,6 +230,13 @@ def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: 
     # One piece of whole output-channel blocks per storage block (ops/splits.py); a kernel that
     # fits (nearly all) is one piece holding every block, packed as before.
     n_blocks = groups * blocks_pg
+    # For the implicit GEMM (tuning conv_gemm; one group, not transposed): each piece's weights
+    # as a [kh * kw * cin][its columns] matrix, read by both convolution kernels (row stride:
+    # its width; block stride: one block's width).
+    if matrix is None:
+        matrix = (tuning.current().conv_gemm and groups == 1 and tuple(input_dilation) == (1, 1))
+    elif matrix and groups != 1:
+        raise ValueError("pack_conv: a grouped kernel has no matrix layout.")
     w = np.ascontiguousarray(w).reshape(n_blocks, -1)
     b = b.reshape(n_blocks, -1)
     # weights_layout may add 2 vec4s (32 bytes) to a piece.
@@ -224,6 +246,14 @@ def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: 
                         f"{f'Layer {owner!r}: its' if owner else 'A'} {kh}x{kw} convolution kernel"
                         f" of {cin_pg} to {cout} channels", f"block(s) of {block} output channels",
                         spare=32)
+    if matrix:
+        rows = kh * kw * cin_pg
+        parts = tuple(ConvPiece(first, size, upload(weights_layout(np.ascontiguousarray(
+                          w[first:first + size].reshape(size, rows, block).transpose(1, 0, 2))
+                          .reshape(-1))), upload(b[first:first + size].reshape(-1)),
+                          row_stride=size * cout_vec) for first, size in cut)
+        return ConvKernel(parts, kh, kw, cin_pg, cout, groups, cout_vec, tuple(input_dilation),
+                          block_stride=cout_vec)
     parts = tuple(ConvPiece(first, size, upload(weights_layout(w[first:first + size].reshape(-1))),
                             upload(b[first:first + size].reshape(-1))) for first, size in cut)
     return ConvKernel(parts, kh, kw, cin_pg, cout, groups, cout_vec, tuple(input_dilation))
@@ -340,6 +370,12 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     n_pixels = n * oh * ow * pool * pool
     blocks = kernel.groups * kernel.blocks_pg
     cin_vec4 = kernel.cin_pg % 4 == 0 and cin % 4 == 0
+    choice = tuning.current()
+    if (choice.conv_gemm and kernel.matrix and pool == 1 and cin_vec4 and kernel.cout % 4 == 0
+            and kernel.input_dilation == (1, 1)
+            and math.ceil(n_pixels / gemm_tiles.current().m) <= dispatch.MAX_GROUPS_PER_DIM):
+        _conv_gemm(x, kernel, out, strides, dilation, (top, left), activation, residual)
+        return out
     pix = choose_pix(n_pixels, blocks, widest_tile)
     if not cin_vec4:
         # Scalar-input layers (mostly an RGB stem, once per model) get their own variant: a
@@ -349,7 +385,6 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         pix = max(pix, pool * pool) // (pool * pool) * (pool * pool)   # whole windows per tile
     tiles = math.ceil(n_pixels / pix)
     lanes = local_size()
-    choice = tuning.current()
     x_format = "rgba32f" if cin_vec4 else "r32f"
     x_view = choice.conv_input_image and buffer_views.fits(x.nbytes, x_format)
     act_defines, act_uniforms = activation_settings(activation)
@@ -375,6 +410,7 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     # One dispatch per piece of the weights (one piece unless they exceed a storage block): each
     # computes its blocks of output channels, for every pixel, into the one output.
     for piece in kernel.pieces:
+        piece_work = conv_work(x, kernel, piece, n_pixels, n * oh * ow, residual)
         w_view = choice.conv_weights_image and buffer_views.fits(piece.weights.nbytes)
         row_stride = piece.row_stride or kernel.row_stride or kernel.cout_vec
         n_work = tiles * piece.blocks
@@ -385,8 +421,65 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
                      views=views, uniforms={**uniforms, "block_base": piece.first_block,
                                             "n_blocks": piece.blocks, "n_work": n_work,
                                             "w_row": row_stride},
-                     groups=dispatch.groups_for(n_work, lanes))
+                     groups=dispatch.groups_for(n_work, lanes), work=piece_work)
     return out
+
+
+def _conv_gemm(x, kernel, out, strides, dilation, pad, activation, residual) -> None:
+    """conv2d's work as an implicit GEMM (shaders/conv_gemm.comp) into `out`: one dispatch per
+    piece of the weights, a work group per tile of output pixels x output channels."""
+    n, h, w, cin = x.shape
+    _, oh, ow, cout = out.shape
+    tiles = gemm_tiles.current()
+    choice = tuning.current()
+    pointwise = (kernel.kh == kernel.kw == 1 and tuple(strides) == (1, 1) and pad == (0, 0)
+                 and (oh, ow) == (h, w))
+    x_view = choice.conv_input_image and buffer_views.fits(x.nbytes)
+    r_view = residual is not None and choice.conv_input_image and buffer_views.fits(residual.nbytes)
+    act_defines, act_uniforms = activation_settings(activation)
+    defines = {**tiles.defines(), **act_defines, "POINTWISE": pointwise, "X_VIEW": x_view,
+               "RESIDUAL": residual is not None, "R_VIEW": r_view}
+    n_pixels = n * oh * ow
+    uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": cout,
+                "kernel_w": kernel.kw, "stride_h": strides[0], "stride_w": strides[1],
+                "dil_h": dilation[0], "dil_w": dilation[1], "pad_top": pad[0],
+                "pad_left": pad[1], "n_pixels": n_pixels,
+                "k_total": kernel.kh * kernel.kw * cin, **act_uniforms}
+    block = 4 * kernel.cout_vec
+    for piece in kernel.pieces:
+        channels = piece_channels(kernel, piece)
+        w_view = choice.conv_weights_image and buffer_views.fits(piece.weights.nbytes)
+        views = ([(0, x)] if x_view else []) + ([(1, piece.weights)] if w_view else []) \
+            + ([(2, residual)] if r_view else [])
+        buffers = [x, piece.weights, piece.bias, out] + ([residual] if residual is not None else [])
+        dispatch.run("conv_gemm.comp", defines={**defines, "W_VIEW": w_view}, buffers=buffers,
+                     views=views,
+                     uniforms={**uniforms, "n_columns": channels,
+                               "n_first": piece.first_block * block,
+                               "w_row": piece.row_stride or kernel.row_stride},
+                     groups=(math.ceil(channels / tiles.n), math.ceil(n_pixels / tiles.m), 1),
+                     work=conv_work(x, kernel, piece, n_pixels, n_pixels, residual))
+
+
+def conv_work(x, kernel: ConvKernel, piece: ConvPiece, computed: int, written: int,
+              residual) -> tuple[int, int]:
+    """The work (ops/work.py) of one piece's dispatch: a multiply-add per tap, input channel,
+    pixel `computed` (a fused pooling computes its windows' pixels) and output channel of the
+    piece; every input, weight, bias, output pixel `written` (and residual) value once."""
+    channels = piece_channels(kernel, piece)
+    taps = kernel.kh * kernel.kw * kernel.cin_pg
+    outputs = written * channels * (2 if residual is not None else 1)
+    moved = work.nbytes(x) + 4 * (taps * channels + channels + outputs)
+    return 2 * computed * taps * channels, moved
+
+
+def piece_channels(kernel: ConvKernel, piece: ConvPiece) -> int:
+    """The real output channels (padding left out) a piece of a packed kernel computes."""
+    if len(kernel.pieces) == 1:
+        return kernel.cout
+    block = 4 * kernel.cout_vec
+    return sum(min(block, kernel.cout_pg - (b % kernel.blocks_pg) * block)
+               for b in range(piece.first_block, piece.first_block + piece.blocks))
 
 
 # -------------------------------------------------------------------------------------------------
@@ -480,8 +573,10 @@ def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilatio
     uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": cout,
                 "cblocks": cblocks, "row_tiles": row_tiles, "pad_top": top, "pad_left": left,
                 "n_work": n_work, **act_uniforms}
+    taps = kernel.kh * kernel.kw
     dispatch.run("depthwise_conv2d.comp", defines=defines,
                  buffers=[x, kernel.weights, kernel.bias, out], uniforms=uniforms,
                  views=([(0, x)] if x_view else []) + ([(1, kernel.weights)] if w_view else []),
-                 groups=dispatch.groups_for(n_work, lanes))
+                 groups=dispatch.groups_for(n_work, lanes),
+                 work=(2 * out.size * taps, work.nbytes(x, out) + 4 * (taps + 1) * cout))
     return out

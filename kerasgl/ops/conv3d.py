@@ -44,7 +44,8 @@ def pack_conv3d(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload
         raise ShapeError(f"pack_conv3d expects a kernel [kd, kh, kw, cin, cout]. Received shape "
                          f"{list(kernel.shape)}.")
     kd, kh, kw, cin_pg, cout = kernel.shape
-    packed = pack_conv(kernel.reshape(kd * kh, kw, cin_pg, cout), bias, groups, upload)
+    # conv3d.comp reads the packed layout only (never the implicit GEMM's matrix).
+    packed = pack_conv(kernel.reshape(kd * kh, kw, cin_pg, cout), bias, groups, upload, matrix=False)
     return Conv3DKernel(packed, kd, kh, kw, tuple(int(s) for s in input_dilation))
 
 

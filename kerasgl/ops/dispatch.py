@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 
 from ..runtime import buffer_views, context, recording, shaders
+from ..tensors.tensor import Tensor
+from . import work as work_ledger
 
 MAX_GROUPS_PER_DIM = 65535
 DEFAULT_LOCAL_SIZE = 64
@@ -24,7 +26,7 @@ def groups_for(n_invocations: int, local_size: int = DEFAULT_LOCAL_SIZE) -> tupl
 
 
 def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=(),
-        uniforms: dict | None = None, groups: tuple = (1, 1, 1)) -> None:
+        uniforms: dict | None = None, groups: tuple = (1, 1, 1), work=None) -> None:
     """Dispatch shaders/<name>.
 
     buffers: sequence of tensors (or moderngl buffers) bound as SSBOs 0, 1, 2, ... in order.
@@ -51,7 +53,7 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
     # program.run(*groups), as this driver wants it run (kerasgl/devices/: the plain policy just
     # runs it; llvmpipe's places its worker threads first); a profiler times it in between.
     if profilers:
-        profilers[-1].dispatch(name, defines, buffers, groups, program.run)
+        profilers[-1].dispatch(name, defines, buffers, groups, program.run, work)
     else:
         context.policy().dispatch(program.run, groups)
     # Later dispatches and reads must see these writes.
@@ -59,6 +61,9 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
     if recording.recorders:
         recording.recorders[-1].dispatch(name, defines, program, buffers, handles, images,
                                          settings, groups, views)
+        if work is not None:             # for profiles of the plan's replays (ops/work.py)
+            work_ledger.note(program, settings, groups,
+                             (tuple(b.shape) for b in buffers if isinstance(b, Tensor)), work)
 
 
 # Uniform writes skip values a program already holds: the table lives with the program cache.

@@ -8,7 +8,7 @@ import numpy as np
 from ..runtime import buffer_views, tuning
 from ..errors import ShapeError
 from ..tensors.tensor import Tensor, empty
-from . import dispatch
+from . import dispatch, work
 from .storage_ops import any_storage
 
 BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "squared_difference")
@@ -115,7 +115,7 @@ def binary(op: str, a, b, activation=None) -> Tensor:
                         a_strides=_pad(broadcast_strides(a_shape, out_shape), fill=0),
                         b_strides=_pad(broadcast_strides(b_shape, out_shape), fill=0))
     dispatch.run("binary.comp", defines=defines, buffers=buffers, uniforms=uniforms,
-                 groups=dispatch.groups_for(out.size))
+                 groups=dispatch.groups_for(out.size), work=(out.size, work.nbytes(a, b, out)))
     return out
 
 
@@ -154,8 +154,10 @@ def _run_vec4(defines, uniforms, kinds, buffers, out_shape, size):
     del uniforms["n"]
     if "channel" in kinds:
         uniforms["channels4"] = out_shape[-1] // 4
+    operands = [t for kind, t in zip(kinds, buffers) if kind != "scalar"]
     dispatch.run("binary_vec4.comp", defines=defines, buffers=buffers, uniforms=uniforms,
-                 views=views, groups=dispatch.groups_for(size // 4))
+                 views=views, groups=dispatch.groups_for(size // 4),
+                 work=(size, work.nbytes(*operands, buffers[2])))
 
 
 def activation_defines(name: str) -> dict:
@@ -177,7 +179,7 @@ def unary(name: str, x: Tensor, *params: float) -> Tensor:
     if out.size:
         dispatch.run("unary.comp", defines=activation_defines(name), buffers=[x, out],
                      uniforms={"n": out.size, **activation_uniforms(params)},
-                     groups=dispatch.groups_for(out.size))
+                     groups=dispatch.groups_for(out.size), work=(out.size, work.nbytes(x, out)))
     return out
 
 

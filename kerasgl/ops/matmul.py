@@ -5,7 +5,9 @@ whose batch dimensions broadcast. `transpose_a` / `transpose_b` read an operand 
 last two dimensions without copying it (the shader reads through strides).
 
 The kernel (shaders/matmul.comp) computes a block of TM x 4 outputs per invocation and uses vec4
-loads wherever the layout allows; see `_layout_defines`.
+loads wherever the layout allows. Where the device's tuning says so (matmul_tiled: GPUs), a
+large product whose layout allows it runs as a tiled GEMM instead (shaders/matmul_tiled.comp,
+ops/gemm_tiles.py); where it says matmul_as_conv (llvmpipe), on the convolution kernel.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from ..runtime import buffer_views, tuning
 from ..errors import ShapeError
 from ..tensors.tensor import Tensor, empty, view
-from . import conv, dispatch, splits
+from . import conv, dispatch, gemm_tiles, splits, work
 from .creation import zeros
 from .elementwise import broadcast_shape
 from .softmax import softmax as softmax_op
@@ -106,6 +108,12 @@ def _block_config(M: int, N: int) -> tuple[int, int, int, int]:
     lanes_m = math.ceil(M / tm)
     ly = min(64 // lx, 16 if lanes_m >= 16 else (4 if lanes_m >= 4 else 1))
     return tm, nv, lx, ly
+
+
+# The tiled GEMM (matmul_tiled.comp) takes products with at least this many rows and columns:
+# smaller ones (a Dense at batch 1 is one row) would leave most of a tile's invocations idle,
+# where matmul.comp's small blocks do not.
+TILED_MIN_SIDE = 16
 
 
 # A Dense with softmax of at most this many units computes the softmax in the matmul's epilogue
@@ -202,18 +210,30 @@ def _matmul(a, b, bias, activation, activation_params, transpose_a, transpose_b,
     b_rs, b_cs = (1, b_cols) if transpose_b else (b_cols, 1)
     a_aligned = a_cs == 1 and K % 4 == 0 and all(s % 4 == 0 for _, s, _ in merged)
     b_aligned = b_cs == 1 and N % 4 == 0 and all(s % 4 == 0 for _, _, s in merged)
-    tm, nv, lx, ly = _softmax_block_config(M, N) if softmax else _block_config(M, N)
-    views_wanted = tuning.current().matmul_views
+    # B transposed, contiguous along k: the tiled kernel reads it in vec4s along k.
+    b_along_k = b_rs == 1 and K % 4 == 0 and all(s % 4 == 0 for _, _, s in merged)
+    c_aligned = N % 4 == 0 and c_rs % 4 == 0 and c_off % 4 == 0
+    choice = tuning.current()
+    tiled = (choice.matmul_tiled and not softmax and a_aligned and (b_aligned or b_along_k)
+             and c_aligned and M >= TILED_MIN_SIDE and N >= TILED_MIN_SIDE)
+    views_wanted = choice.matmul_views
     a_view = views_wanted and a_aligned and buffer_views.fits(a.nbytes)
-    b_view = views_wanted and b_aligned and buffer_views.fits(b.nbytes)
-    defines = {
-        "TM": tm, "NV": nv, "LX": lx, "LY": ly,
-        "A_VEC4": a_aligned, "B_VEC4": b_aligned,
-        "C_VEC4": N % 4 == 0 and c_rs % 4 == 0 and c_off % 4 == 0,
-        "A_VIEW": a_view, "B_VIEW": b_view,
-        "HAS_BIAS": bias is not None, "BIAS_VEC4": bias is not None and N % 4 == 0,
-        "ACT": activation_function(activation), "BROADCAST": not plain, "SOFTMAX": softmax,
-    }
+    b_view = views_wanted and (b_aligned or tiled) and buffer_views.fits(b.nbytes)
+    common = {"A_VIEW": a_view, "B_VIEW": b_view, "HAS_BIAS": bias is not None,
+              "ACT": activation_function(activation), "BROADCAST": not plain}
+    if tiled:
+        tiles = gemm_tiles.current()
+        shader = "matmul_tiled.comp"
+        defines = {**common, **tiles.defines(), "B_ALONG_K": not b_aligned}
+        groups_x, groups_y = math.ceil(N / tiles.n), math.ceil(M / tiles.m)
+    else:
+        tm, nv, lx, ly = _softmax_block_config(M, N) if softmax else _block_config(M, N)
+        shader = "matmul.comp"
+        defines = {**common, "TM": tm, "NV": nv, "LX": lx, "LY": ly, "A_VEC4": a_aligned,
+                   "B_VEC4": b_aligned, "C_VEC4": c_aligned,
+                   "BIAS_VEC4": bias is not None and N % 4 == 0, "SOFTMAX": softmax}
+        groups_x = math.ceil(math.ceil(N / (4 * nv)) / lx)
+        groups_y = math.ceil(math.ceil(M / tm) / ly)
     uniforms = {
         "M": M, "N": N, "K": K, "a_rs": a_rs, "a_cs": a_cs, "b_rs": b_rs, "b_cs": b_cs,
         "a_off": 0, "b_off": 0, "c_rs": c_rs, "c_off": c_off, "batch_rank": len(merged),
@@ -222,17 +242,19 @@ def _matmul(a, b, bias, activation, activation_params, transpose_a, transpose_b,
         "b_batch_strides": _pad([m[2] for m in merged]),
         **{f"act_p{i}": float(v) for i, v in enumerate(activation_params)},
     }
-    groups_x = math.ceil(math.ceil(N / (4 * nv)) / lx)
-    groups_y = math.ceil(math.ceil(M / tm) / ly)
     if groups_x > MAX_GROUPS_PER_DIM or groups_y > MAX_GROUPS_PER_DIM:
         raise ShapeError(f"matmul output of shape {list(out_shape)} exceeds the GPU's work group grid.")
     # An unused bias binding still needs a buffer bound: the output is a harmless stand-in.
     buffers = [a, b, bias if bias is not None else out, out]
+    # The op's work, shared out over the dispatches by their batches (ops/work.py).
+    flops, moved = 2 * M * N * K * n_batch, work.nbytes(a, b, bias) + 4 * M * N * n_batch
     for base in range(0, n_batch, MAX_GROUPS_PER_DIM):
         uniforms["batch_base"] = base
-        dispatch.run("matmul.comp", defines=defines, buffers=buffers, uniforms=uniforms,
+        batches = min(MAX_GROUPS_PER_DIM, n_batch - base)
+        dispatch.run(shader, defines=defines, buffers=buffers, uniforms=uniforms,
                      views=([(0, a)] if a_view else []) + ([(1, b)] if b_view else []),
-                     groups=(groups_x, groups_y, min(MAX_GROUPS_PER_DIM, n_batch - base)))
+                     groups=(groups_x, groups_y, batches),
+                     work=(flops * batches // n_batch, moved * batches // n_batch))
     return out
 
 

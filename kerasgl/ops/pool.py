@@ -52,7 +52,8 @@ def pool2d(x: Tensor, mode: str, pool_size, strides, padding: str = "valid",
                         uniforms={"in_h": h, "in_w": w, "out_h": oh, "out_w": ow,
                                   "pool_h": pool_size[0], "pool_w": pool_size[1],
                                   "stride_h": strides[0], "stride_w": strides[1],
-                                  "pad_top": top, "pad_left": left}, input_view=True)
+                                  "pad_top": top, "pad_left": left}, input_view=True,
+                        ops_per_output=pool_size[0] * pool_size[1])
 
 
 @any_storage
@@ -68,7 +69,8 @@ def global_pool(x: Tensor, mode: str, keepdims: bool = False) -> Tensor:
     if positions == 0:
         raise ShapeError(f"global_pool: no spatial positions in input shape {list(x.shape)}.")
     out = run_per_cell("global_pool.comp", x, (b, c), defines={"IS_MAX": mode == "max"},
-                       uniforms={"positions": positions}, input_view=True)
+                       uniforms={"positions": positions}, input_view=True,
+                       ops_per_output=positions)
     if not keepdims:
         return out
     kept = view(out, (b,) + (1,) * (x.ndim - 2) + (c,))

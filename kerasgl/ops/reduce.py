@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..tensors.tensor import Tensor, empty, view
-from . import dispatch
+from . import dispatch, work
 from .checks import float32_tensor
 from .creation import fill
 from .layout import copy
@@ -72,7 +72,8 @@ def _pass(op: str, x: Tensor, outer: int, r: int, inner: int, divisor: float,
                          uniforms={"outer": outer, "r": r, "inner": inner, "chunk": chunk,
                                    "chunks": chunks,
                                    "divisor": float(divisor) if chunks == 1 else 1.0},
-                         groups=dispatch.groups_for(outer * chunks * inner))
+                         groups=dispatch.groups_for(outer * chunks * inner),
+                         work=(outer * r * inner, work.nbytes(current, out)))
             if owned:
                 current.dispose()
             current, owned, r = out, True, chunks

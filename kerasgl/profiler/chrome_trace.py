@@ -5,8 +5,9 @@ One process ("kerasgl"), three tracks (threads): the CPU time of each dispatch c
 between its two timestamps (where the driver gave them), and the layers (one span from a layer's
 first dispatch to its last, on the CPU's clock). Each is a complete event ("ph": "X": ts and dur
 in microseconds from the profile's start), named by its kernel, with the layer, shapes, work
-groups and bytes in `args`. GL memory is a counter track ("ph": "C", "GL memory"): the bytes
-kerasgl holds after each event. Track names are metadata events ("ph": "M").
+groups, work group size, invocations, declared flops and bytes (ops/work.py) and the GL bytes
+allocated, freed and live in `args`. GL memory is a counter track ("ph": "C", "GL memory"): the
+bytes kerasgl holds after each event. Track names are metadata events ("ph": "M").
 """
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def trace_events(profile) -> list[dict]:
         args = {"layer": e.layer, "shapes": [list(s) for s in e.shapes],
                 "groups": list(e.groups) if e.groups else None, "plan": e.plan or None,
                 "bytes_allocated": e.bytes_allocated, "bytes_freed": e.bytes_freed,
-                "live_bytes": e.live_bytes}
+                "live_bytes": e.live_bytes, "local_size": e.local_size,
+                "invocations": e.invocations, "flops": e.flops, "bytes": e.bytes}
         category = "replay" if e.replayed else "eager"
         events.append({"ph": "X", "name": e.kernel, "cat": category, "pid": PID, "tid": CPU_TID,
                        "ts": _us(e.cpu_start), "dur": _us(e.cpu_time), "args": args})

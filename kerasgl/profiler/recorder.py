@@ -7,7 +7,10 @@ is not empty: `replayed_step`). Each becomes an Event with the layer running (th
 executor's `current_layer`), the kernel (shader file and defines, as plans name their steps), the
 shapes bound and the work groups, its CPU time, its GPU time from two timer queries
 (timer_queries.py) and the GL bytes made and freed since the event before, with the bytes live
-after it (runtime/objects.py's running totals).
+after it (runtime/objects.py's running totals). A dispatch also carries its program's work group
+size (runtime/program_facts.py) and invocations, and the work its op declared (ops/work.py:
+flops and bytes, from the op's shapes; a replayed step finds what its op declared when the plan
+was recorded), from which the table and the plot make achieved rates.
 
 Off, nothing of this runs: no query object exists, a dispatch tests one list, a plan replay one.
 Query results are read when the profile ends (the GPU is never waited for while recording), and
@@ -16,11 +19,12 @@ a WorkerModel's predict runs on its worker and is profiled from there.
 """
 from __future__ import annotations
 
+import math
 import time
 
-from ..ops import dispatch as ops_dispatch
+from ..ops import dispatch as ops_dispatch, work as ops_work
 from ..plans.recorder import current_layer, program_name
-from ..runtime import context, objects, shaders
+from ..runtime import context, objects, program_facts, shaders
 from ..tensors.tensor import Tensor
 from . import timer_queries
 
@@ -33,14 +37,20 @@ class Event:
     """One dispatch or copy. Times in seconds from the profile's start; gpu_* None without GPU
     timing. bytes_allocated / bytes_freed: GL bytes made / freed since the event before (an op
     allocates its output just before its dispatch); live_bytes: every GL byte kerasgl holds
-    after it."""
+    after it. For a dispatch: local_size, its program's work group size (x, y, z); invocations,
+    work groups times that; flops and bytes, the arithmetic (2 per multiply-add) and the bytes
+    read + written its op declared (ops/work.py), None where it declared none (and for copies)."""
     __slots__ = ("kind", "layer", "kernel", "shapes", "groups", "plan", "cpu_start", "cpu_time",
                  "gpu_start", "gpu_time", "bytes_allocated", "bytes_freed", "live_bytes",
-                 "_queries")
+                 "local_size", "invocations", "flops", "bytes", "_queries")
 
-    def __init__(self, kind, layer, kernel, shapes, groups, plan):
+    def __init__(self, kind, layer, kernel, shapes, groups, plan, local_size=None, work=None):
         self.kind, self.layer, self.kernel = kind, layer, kernel
         self.shapes, self.groups, self.plan = shapes, groups, plan
+        self.local_size = local_size
+        self.invocations = (None if local_size is None or groups is None
+                            else math.prod(local_size) * math.prod(groups))
+        self.flops, self.bytes = (None, None) if work is None else work
         self.cpu_start = self.cpu_time = 0.0
         self.gpu_start = self.gpu_time = None
         self.bytes_allocated = self.bytes_freed = self.live_bytes = 0
@@ -50,6 +60,11 @@ class Event:
     def replayed(self) -> bool:
         """Whether an execution plan's replay ran it (else an eager call did)."""
         return bool(self.plan)
+
+    @property
+    def group_invocations(self) -> int | None:
+        """Invocations per work group (None for a copy)."""
+        return None if self.local_size is None else math.prod(self.local_size)
 
     def as_dict(self) -> dict:
         return {name: getattr(self, name) for name in self.__slots__ if name != "_queries"}
@@ -118,10 +133,12 @@ class Profile:
         return False
 
     # -- the hooks --------------------------------------------------------------------------------
-    def dispatch(self, shader, defines, buffers, groups, run) -> None:
-        """An eager dispatch (ops/dispatch.run): run it through the device policy, timed."""
+    def dispatch(self, shader, defines, buffers, groups, run, work=None) -> None:
+        """An eager dispatch (ops/dispatch.run): run it through the device policy, timed. `run`
+        is the program's bound run method; `work` what the op declared (ops/work.py)."""
         event = Event("dispatch", current_layer.name, kernel_name(shader, defines),
-                      tuple(tuple(b.shape) for b in buffers if isinstance(b, Tensor)), groups, "")
+                      tuple(tuple(b.shape) for b in buffers if isinstance(b, Tensor)), groups, "",
+                      program_facts.local_size(run.__self__), work)
         self._measure(event, context.policy().dispatch, run, groups)
 
     def copy(self, dst, src, size, read_offset, write_offset) -> None:
@@ -137,8 +154,15 @@ class Profile:
         """One step of a plan's replay (plans/plan.py), `fact` its (kernel, layer, shapes,
         groups). Returns what step.run_timed would: the CPU seconds of a dispatch, else None."""
         kernel, layer, shapes, groups = fact
-        kind = "dispatch" if step.is_dispatch else kernel
-        event = Event(kind, layer, kernel, shapes, groups, plan_label)
+        if step.is_dispatch:
+            # A plan's Dispatch step (plans/steps.py) runs its program's bound run method with the
+            # uniform settings and groups recorded: what ops/work.py noted the op's work under.
+            program = step.dispatch.__self__
+            event = Event("dispatch", layer, kernel, shapes, groups, plan_label,
+                          program_facts.local_size(program),
+                          ops_work.recorded(program, step.settings, step.groups, shapes))
+        else:
+            event = Event(kernel, layer, kernel, shapes, groups, plan_label)
         self._measure(event, step.run, replay)
         return event.cpu_time if step.is_dispatch else None
 

@@ -41,9 +41,26 @@ class Tuning:
     depthwise_views: bool = False      # depthwise convolutions read input and weights likewise
     elementwise_views: bool = False    # binary element-wise ops (vec4 path) read operands likewise
     matmul_as_conv: bool = False       # large GEMMs run on the convolution kernel
-    conv_pix: int = 16                 # most output pixels per convolution invocation
-    conv_cout_vec: int = 8             # most vec4s of output channels per invocation
-    conv_local_size: int = 16          # lanes per work group of the convolution kernels
+    # Large GEMMs run as tiled GEMMs (shaders/matmul_tiled.comp: shared-memory tiles of A and B,
+    # register blocking), and convolutions of one group as implicit GEMMs on the same tiles
+    # (conv_gemm.comp): what GPUs are built for. The tile shape (ops/gemm_tiles.py): a work group
+    # computes gemm_tile_m x gemm_tile_n outputs, gemm_block_m x gemm_block_n per invocation,
+    # staging gemm_tile_k-deep slices of A and B in shared memory.
+    matmul_tiled: bool = True
+    conv_gemm: bool = True
+    gemm_tile_m: int = 64
+    gemm_tile_n: int = 64
+    gemm_tile_k: int = 16
+    gemm_block_m: int = 4
+    gemm_block_n: int = 4
+    # conv2d.comp's tile per invocation: at most conv_pix output pixels x conv_cout_vec vec4s of
+    # output channels, all in registers. 4 x 4 (64 floats) stays within a GPU thread's registers;
+    # llvmpipe, whose "registers" are a CPU's stack, measured 16 x 8 fastest.
+    conv_pix: int = 4
+    conv_cout_vec: int = 4
+    # Lanes per work group of the convolution kernels not run as GEMMs (and of depthwise ones):
+    # 64 is two NVIDIA warps, one AMD wave64.
+    conv_local_size: int = 64
     # Packed convolution weights never 2^k vec4s long (one unread vec4 appended): for a driver
     # that compiles a second variant of a program for power-of-two image widths
     # (ops/conv.not_power_of_two_texels).

@@ -20,11 +20,21 @@ from . import compile_ahead, placement, threads
 # 1024^3, wall clock: 16.6 from buffers, 36.5 through views. Work groups of 8 lanes match its
 # 8-wide SIMD; packed convolution weights are never 2^k vec4s long because llvmpipe compiles a
 # second variant of a program for images whose width is a power of two (~1.9 s of ResNet50's
-# cold first predict there).
+# cold first predict there). Large tiles per invocation (conv_pix 16 pixels x conv_cout_vec 8
+# vec4s: ops/conv.py choose_pix has the figures): llvmpipe is bound by loads, not registers.
+# No tiled GEMM and no implicit-GEMM convolution (GPUs' defaults: shared-memory tiles with
+# barriers, which llvmpipe runs as coroutines, one SIMD batch of a work group after the other):
+# interleaved runs on the 2-core machine, GFLOP/s median (best): conv 3x3 1x56x56x64->64 30.5
+# (32.6) against 3.3 (3.7) as an implicit GEMM, 3.2 (3.9) in 128x128 tiles of 8x8; 1x1
+# 1x28x28x128->512 26.7 (44.4) against 3.0 (4.6) / 5.6 (8.7); 3x3 1x14x14x256->256 53.6 (64.5)
+# against 2.3 (2.6) / 5.9 (6.1); GEMM 1024^3 15.6 (26.9) on the convolution kernel, 11.9 (13.1)
+# on matmul.comp, 1.5 (2.2) tiled 64x64, 4.5 (5.7) tiled 128x128 (a busy machine: every figure
+# about half the quiet one's, the ratios as measured).
 TUNING_DEFAULTS = {
     "conv_weights_image": True, "conv_input_image": True, "matmul_views": True,
     "window_views": True, "depthwise_views": True, "elementwise_views": True,
     "matmul_as_conv": True, "conv_local_size": 8, "conv_weights_not_power_of_two": True,
+    "conv_pix": 16, "conv_cout_vec": 8, "matmul_tiled": False, "conv_gemm": False,
 }
 
 

@@ -1,0 +1,59 @@
+#version 430
+// C[b] = ACT(A[b] @ B[b] + bias) as matmul.comp computes it, as a tiled GEMM for GPUs
+// (gemm_tile.glsl: shared-memory tiles of A and B, register blocking, vec4 loads); one work
+// group per TILE_M x TILE_N tile of C, work groups along z per matrix of the batch. Chosen by
+// kerasgl/ops/matmul.py where the device's tuning says so (runtime/tuning.py matmul_tiled) and
+// the layout allows: A contiguous along k, K and N multiples of 4, no softmax epilogue.
+//
+// Defines: the tile shape (TILE_M, TILE_N, TILE_K, BLOCK_M, BLOCK_N: kerasgl/ops/gemm_tiles.py),
+//   A_VIEW / B_VIEW   A / B read through rgba32f imageBuffer views of their buffers
+//   B_ALONG_K         B is read transposed (matmul's transpose_b: b_rs == 1, contiguous along k)
+//   HAS_BIAS, ACT, BROADCAST as in matmul.comp.
+#include "common.glsl"
+#include "activations.glsl"
+#include "matmul_common.glsl"
+
+#if A_VIEW
+layout(rgba32f, binding = 0) readonly uniform imageBuffer a_view;
+#define A4(i) imageLoad(a_view, i)
+#else
+layout(std430, binding = 0) readonly buffer A { vec4 a4[]; };
+#define A4(i) a4[i]
+#endif
+#if B_VIEW
+layout(rgba32f, binding = 1) readonly uniform imageBuffer b_view;
+#define B4(i) imageLoad(b_view, i)
+#else
+layout(std430, binding = 1) readonly buffer B { vec4 b4[]; };
+#define B4(i) b4[i]
+#endif
+layout(std430, binding = 2) readonly buffer Bias { vec4 bias4[]; };
+layout(std430, binding = 3) writeonly buffer C { vec4 c4[]; };
+
+int a_base, b_base, c_base;     // this work group's matrices (set in main)
+
+vec4 gemm_load_a(int m, int k) { return A4((a_base + m * a_rs + k) >> 2); }
+
+#if B_ALONG_K
+vec4 gemm_load_b(int k, int n) { return B4((b_base + n * b_cs + k) >> 2); }
+#else
+vec4 gemm_load_b(int k, int n) { return B4((b_base + k * b_rs + n) >> 2); }
+#endif
+
+void gemm_store(int m, int n, vec4 v) {
+#if HAS_BIAS
+    v += bias4[n >> 2];
+#endif
+    c4[(c_base + m * c_rs + n) >> 2] = act4(v);
+}
+
+#include "gemm_tile.glsl"
+
+void main() {
+    int batch = int(gl_WorkGroupID.z) + batch_base;
+    ivec2 bases = batch_bases(batch);
+    a_base = bases.x;
+    b_base = bases.y;
+    c_base = batch * M * c_rs + c_off;
+    gemm_tile(M, N, K, int(gl_WorkGroupID.y) * TILE_M, int(gl_WorkGroupID.x) * TILE_N);
+}

@@ -322,3 +322,27 @@ def test_graph_references_that_cannot_be_are_file_errors(tmp_path, damage, words
         kg.load_model(path).predict(np.ones((2, 4), "f4"), verbose=0)
     assert path in str(info.value) and words in str(info.value), str(info.value)
     assert kg.memory().num_tensors == before
+
+
+@pytest.mark.parametrize("junk", [
+    {"class_name": "__slice__", "config": [1, 2]},
+    {"class_name": "__slice__", "config": {"start": "a", "stop": {}, "step": [1]}},
+    {"class_name": "__slice__", "config": None},
+    {"class_name": "__slice__", "config": {"start": {"class_name": "__slice__", "config": {}},
+                                           "stop": 2, "step": None}},
+])
+def test_junk_slice_arguments_are_refused_at_load(tmp_path, junk):
+    """A GetItem whose saved index holds junk __slice__ values (hostile-file corpus): a kerasgl
+    error at load naming the file and the layer, never a raw TypeError at predict."""
+    x = keras.Input((4, 5), name="x")
+    src = os.path.join(tmp_path, "getitem.keras")
+    keras.Model(x, x[:, 1:3], name="g").save(src)
+
+    def edit(config):
+        node = next(e for e in config["config"]["layers"] if e["class_name"] == "GetItem")
+        args = node["inbound_nodes"][0]["args"]
+        args[1] = [args[1][0], junk]
+    path = _edited_config(src, os.path.join(tmp_path, "junk.keras"), edit)
+    with pytest.raises(kg.KerasGLError) as info:
+        kg.load_model(path)
+    assert path in str(info.value) and "get_item" in str(info.value), str(info.value)

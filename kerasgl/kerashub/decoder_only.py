@@ -21,7 +21,7 @@ from .functional import Functional
 from .gated_decoder import GatedDecoder
 from .generation import DecoderStack
 from .hub_layer import gather
-from .hub_model import options
+from .hub_model import architecture, model_name, options
 
 
 @dataclass(frozen=True)
@@ -113,3 +113,19 @@ class DecoderOnlyCausalLM(HubCausalLM):
 
     def decoder_stack(self):
         return DecoderOnlyStack(self, self.architecture)
+
+
+def register_decoder_only(arch: "DecoderOnly", backbones: tuple, causal_lms: tuple,
+                          causal_lm_class: type) -> None:
+    """Register a decoder-only family's builders under its KerasHub class names: the backbone's
+    graph and the CausalLM's are built the same way for every family, from its DecoderOnly."""
+    def backbone(files: HubFiles):
+        net = Functional(model_name(files), files.source)
+        return net.spec([backbone_graph(files, net, arch)[0]])
+
+    def causal_lm(files: HubFiles):
+        return causal_lm_graph(files, Functional(model_name(files), files.source), arch)
+
+    architecture(*backbones)(backbone)
+    architecture(*causal_lms, model_class=causal_lm_class)(causal_lm)
+

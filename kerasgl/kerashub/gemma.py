@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .decoder_only import DecoderOnly, DecoderOnlyCausalLM, backbone_graph, causal_lm_graph
-from .files import HubFiles
-from .functional import Functional
+from .decoder_only import DecoderOnly, DecoderOnlyCausalLM, register_decoder_only
 from .grouped_attention import SOFTMAX_LAYER_FILL
-from .hub_model import architecture, model_name, positive
+from .hub_model import positive
 
 OPTIONS = {"vocabulary_size": positive, "num_layers": positive, "num_query_heads": positive,
            "num_key_value_heads": positive, "hidden_dim": positive, "intermediate_dim": positive,
@@ -49,16 +47,8 @@ GEMMA = DecoderOnly(
     logit_soft_cap=lambda hp: hp.get("final_logit_soft_cap"))
 
 
-@architecture("GemmaBackbone")
-def gemma_backbone(files: HubFiles):
-    net = Functional(model_name(files), files.source)
-    return net.spec([backbone_graph(files, net, GEMMA)[0]])
-
-
 class GemmaCausalLM(DecoderOnlyCausalLM):
     architecture = GEMMA
 
 
-@architecture("GemmaCausalLM", model_class=GemmaCausalLM)
-def gemma_causal_lm(files: HubFiles):
-    return causal_lm_graph(files, Functional(model_name(files), files.source), GEMMA)
+register_decoder_only(GEMMA, ("GemmaBackbone",), ("GemmaCausalLM",), GemmaCausalLM)

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import math
 
-from .decoder_only import DecoderOnly, DecoderOnlyCausalLM, backbone_graph, causal_lm_graph
-from .files import HubFiles
-from .functional import Functional
+from .decoder_only import DecoderOnly, DecoderOnlyCausalLM, register_decoder_only
 from .grouped_attention import DOT_PRODUCT_ATTENTION_FILL
-from .hub_model import architecture, model_name, positive
+from .hub_model import positive
 
 LLAMA3_ROPE = ("rope_frequency_adjustment_factor", "rope_low_freq_factor",
                "rope_high_freq_factor", "rope_pretraining_sequence_length")
@@ -44,16 +42,8 @@ LLAMA = DecoderOnly(
     final_norm=("sequence_output_layernorm", "LlamaLayerNorm"))
 
 
-@architecture("LlamaBackbone", "Llama3Backbone")
-def llama_backbone(files: HubFiles):
-    net = Functional(model_name(files), files.source)
-    return net.spec([backbone_graph(files, net, LLAMA)[0]])
-
-
 class LlamaCausalLM(DecoderOnlyCausalLM):
     architecture = LLAMA
 
 
-@architecture("LlamaCausalLM", "Llama3CausalLM", model_class=LlamaCausalLM)
-def llama_causal_lm(files: HubFiles):
-    return causal_lm_graph(files, Functional(model_name(files), files.source), LLAMA)
+register_decoder_only(LLAMA, ("LlamaBackbone", "Llama3Backbone"), ("LlamaCausalLM", "Llama3CausalLM"), LlamaCausalLM)

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import math
 
-from .decoder_only import DecoderOnly, DecoderOnlyCausalLM, backbone_graph, causal_lm_graph
-from .files import HubFiles
-from .functional import Functional
+from .decoder_only import DecoderOnly, DecoderOnlyCausalLM, register_decoder_only
 from .grouped_attention import DOT_PRODUCT_ATTENTION_FILL
-from .hub_model import architecture, model_name, positive
+from .hub_model import positive
 from .llama import OPTIONS
 
 
@@ -39,16 +37,8 @@ MISTRAL = DecoderOnly(
     tie_weights=lambda hp: False)
 
 
-@architecture("MistralBackbone")
-def mistral_backbone(files: HubFiles):
-    net = Functional(model_name(files), files.source)
-    return net.spec([backbone_graph(files, net, MISTRAL)[0]])
-
-
 class MistralCausalLM(DecoderOnlyCausalLM):
     architecture = MISTRAL
 
 
-@architecture("MistralCausalLM", model_class=MistralCausalLM)
-def mistral_causal_lm(files: HubFiles):
-    return causal_lm_graph(files, Functional(model_name(files), files.source), MISTRAL)
+register_decoder_only(MISTRAL, ("MistralBackbone",), ("MistralCausalLM",), MistralCausalLM)

@@ -266,6 +266,8 @@ class _DriverGL:
         self.glGetQueryObjectui64v = fn("glGetQueryObjectui64v", None, u32, u32,
                                         ctypes.POINTER(ctypes.c_uint64))
         self.glGetInteger64v = fn("glGetInteger64v", None, u32, ctypes.POINTER(ctypes.c_int64))
+        # A linked program's facts moderngl does not expose (program_facts.py: work group size).
+        self.glGetProgramiv = fn("glGetProgramiv", None, u32, u32, ctypes.POINTER(i32))
 
     def set_label(self, kind: str, glo: int, label: str) -> None:
         """Name GL object `glo` of kind 'buffer' / 'texture' / 'program' for debuggers (cut to

@@ -16,6 +16,7 @@ import re
 from collections import defaultdict
 
 import pytest
+from extras import require
 
 # ---------------------------------------------------------------------------------------------
 # The rule, declared once. Layers lowest first: (name, modules it holds, what it may import).
@@ -397,7 +398,7 @@ def test_every_keras_op_lives_under_its_keras_module():
     import importlib
     import inspect
 
-    keras = pytest.importorskip("keras")
+    keras = require("keras")
     from kerasgl.keras_ops.node import OP_CLASSES
 
     keras_module_of = {}

@@ -11,8 +11,9 @@ import pytest
 from keras_ref import assert_close, keras, randomize_weights
 
 import kerasgl as kg
+from extras import KERAS_HUB_INSTALL, require
 
-keras_hub = pytest.importorskip("keras_hub")
+keras_hub = require("keras_hub", KERAS_HUB_INSTALL)
 
 SIZES = dict(vocabulary_size=53, num_layers=2, num_query_heads=4, hidden_dim=16,
              intermediate_dim=32)

@@ -18,8 +18,9 @@ from keras_ref import assert_close, keras, randomize_weights
 
 import kerasgl as kg
 from kerasgl.ops.rows_write import write_rows
+from extras import KERAS_HUB_INSTALL, require
 
-keras_hub = pytest.importorskip("keras_hub")
+keras_hub = require("keras_hub", KERAS_HUB_INSTALL)
 
 LENGTH = 12
 CONFIG = dict(vocabulary_size=61, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32,

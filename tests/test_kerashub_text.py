@@ -20,10 +20,11 @@ from keras_ref import keras, randomize_weights
 
 import kerasgl as kg
 from kerasgl.kerashub.streaming import TextStream
+from extras import KERAS_HUB_INSTALL, require
 
-keras_hub = pytest.importorskip("keras_hub")
-spm = pytest.importorskip("sentencepiece")
-pytest.importorskip("tokenizers")
+keras_hub = require("keras_hub", KERAS_HUB_INSTALL)
+spm = require("sentencepiece")
+require("tokenizers")
 
 SENTENCES = ["The quick brown fox jumped.", "the fox, the dog  and 12345 ducks!",
              "Jumping over the brown dog\nagain", "héllo wörld ça va", "",

@@ -9,8 +9,9 @@ import pytest
 from keras_ref import assert_close, keras, randomize_weights
 
 import kerasgl as kg
+from extras import KERAS_HUB_INSTALL, require
 
-keras_hub = pytest.importorskip("keras_hub")
+keras_hub = require("keras_hub", KERAS_HUB_INSTALL)
 
 CLASSIFIERS = {
     "token": dict(num_classes=3),

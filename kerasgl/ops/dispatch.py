@@ -4,8 +4,6 @@ from __future__ import annotations
 import math
 
 from ..runtime import buffer_views, context, recording, shaders
-from ..tensors.tensor import Tensor
-from . import work as work_ledger
 
 MAX_GROUPS_PER_DIM = 65535
 DEFAULT_LOCAL_SIZE = 64
@@ -60,10 +58,7 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
     context.get_context().memory_barrier()
     if recording.recorders:
         recording.recorders[-1].dispatch(name, defines, program, buffers, handles, images,
-                                         settings, groups, views)
-        if work is not None:             # for profiles of the plan's replays (ops/work.py)
-            work_ledger.note(program, settings, groups,
-                             (tuple(b.shape) for b in buffers if isinstance(b, Tensor)), work)
+                                         settings, groups, views, work)
 
 
 # Uniform writes skip values a program already holds: the table lives with the program cache.

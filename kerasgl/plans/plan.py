@@ -82,10 +82,11 @@ class Plan:
         constant_tokens = {seen.token for seen in constants}
 
         steps, programs, dispatches = [], {}, 0
-        # Per step of self.steps: (shader and defines, layer, shapes bound), for profiles.
+        # Per step of self.steps: (shader and defines, layer, shapes bound, work groups, the op's
+        # declared (flops, bytes) or None), for profiles.
         self.step_names: list[str] = []
         self.step_facts: list[tuple] = []
-        for step, (layer, shapes) in zip(rec.steps, rec.step_facts):
+        for step, (layer, shapes, work) in zip(rec.steps, rec.step_facts):
             before = len(steps)
             if step.kind == "dispatch":
                 if step.program_object is not None:
@@ -106,7 +107,7 @@ class Plan:
             if len(steps) > before:
                 self.step_names.append(step_name(step))
                 self.step_facts.append((step_name(step), layer, shapes,
-                                        getattr(step, "groups", None)))
+                                        getattr(step, "groups", None), work))
         self.steps = steps
         self.dispatches = dispatches
         self.programs = list(programs.values())

@@ -149,7 +149,7 @@ class Recorder:
                              "the call")
 
     def dispatch(self, name, defines, program, buffers, handles, images, settings, groups,
-                 views=()) -> None:
+                 views=(), work=None) -> None:
         if self.paused:
             return
         written = written_bindings(name, defines)
@@ -182,7 +182,7 @@ class Recorder:
         shapes = tuple(tuple(b.shape) for b in buffers if isinstance(b, Tensor))
         self._use_many(DispatchRecord(key, shaders.cached_program_object(key), program,
                                       tuple(tokens), tuple(image_steps), tuple(settings),
-                                      tuple(groups), tuple(view_steps)), used, shapes)
+                                      tuple(groups), tuple(view_steps)), used, shapes, work)
 
     def copy(self, dst, src, size, read_offset, write_offset) -> None:
         if self.paused:
@@ -213,10 +213,11 @@ class Recorder:
             self.hard.append(f"layer '{current_layer.name}' writes into a tensor made before the "
                              "call (state kept on the GPU)")
 
-    def _use_many(self, step, seens, shapes=()) -> None:
+    def _use_many(self, step, seens, shapes=(), work=None) -> None:
         index = len(self.steps) + 1          # step 0: the inputs are written
         self.steps.append(step)
-        self.step_facts.append((current_layer.name, shapes))
+        # (layer, shapes bound, the op's declared (flops, bytes)): for profiles of the replays
+        self.step_facts.append((current_layer.name, shapes, work))
         for seen in seens:
             if seen.first is None:
                 seen.first = index

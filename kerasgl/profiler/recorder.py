@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 
-from ..ops import dispatch as ops_dispatch, work as ops_work
+from ..ops import dispatch as ops_dispatch
 from ..plans.recorder import current_layer, program_name
 from ..runtime import context, objects, program_facts, shaders
 from ..tensors.tensor import Tensor
@@ -153,14 +153,12 @@ class Profile:
     def replayed_step(self, step, replay, fact, plan_label: str):
         """One step of a plan's replay (plans/plan.py), `fact` its (kernel, layer, shapes,
         groups). Returns what step.run_timed would: the CPU seconds of a dispatch, else None."""
-        kernel, layer, shapes, groups = fact
+        kernel, layer, shapes, groups, work = fact
         if step.is_dispatch:
-            # A plan's Dispatch step (plans/steps.py) runs its program's bound run method with the
-            # uniform settings and groups recorded: what ops/work.py noted the op's work under.
-            program = step.dispatch.__self__
+            # A plan's Dispatch step (plans/steps.py) runs its program's bound run method; the
+            # work is what the op declared when the plan was recorded.
             event = Event("dispatch", layer, kernel, shapes, groups, plan_label,
-                          program_facts.local_size(program),
-                          ops_work.recorded(program, step.settings, step.groups, shapes))
+                          program_facts.local_size(step.dispatch.__self__), work)
         else:
             event = Event(kernel, layer, kernel, shapes, groups, plan_label)
         self._measure(event, step.run, replay)

@@ -25,8 +25,8 @@ from .errors import (DisposedError, GPULimitError, InputTypeError, InputValueErr
                      ShapeError)
 from .compiler.feeding import (DEFAULT_BATCH_SIZE, Progress, arrange_inputs, batch_count,
                                batch_slice, check_batch_size, check_input, check_verbose,
-                               concat_batches, fixed_batch_size, nan_dropping_layer,
-                               wanted_outputs)
+                               concat_batches, fixed_batch_size, has_stateful_layer,
+                               nan_dropping_layer, wanted_outputs)
 from .compiler.layer_errors import NOT_ABOUT_THE_FILE, with_prefix
 from .compiler.graph import Graph, NestedModel, TensorSpec
 from .compiler.masks import prepare_graph
@@ -125,6 +125,8 @@ class Model(KerasModelAPI, ModelMemory):
         self._plans = ModelPlans(graph, spec.name)     # compiled predict calls (kerasgl/plans/)
         self._device_hooks = None                      # set by load_model (devices/policy.py)
         self._finite_inputs_for = nan_dropping_layer(graph)   # docs/limitations.md
+        # A fixed input batch binds only a model carrying states (compiler/feeding.py).
+        self._carries_states = has_stateful_layer(graph)
         # kg.memory().models, kg.live_models(), kg.shutdown() (which disposes what is left).
         model_registry.register(self)
 
@@ -275,7 +277,7 @@ class Model(KerasModelAPI, ModelMemory):
         values = [check_input(v, s, self.name, self._finite_inputs_for)
                   for v, s in zip(arrange_inputs(x, specs, self.name, self._spec.input_keys), specs)]
         count = batch_count(values, self.name)
-        batch_size = fixed_batch_size(specs, batch_size, count, self.name, self._graph)
+        batch_size = fixed_batch_size(specs, batch_size, count, self.name, self._carries_states)
         if any(isinstance(v, Tensor) for v in values):
             results = self._predict_tensors(values, wanted, count, batch_size, verbose)
         else:

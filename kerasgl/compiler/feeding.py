@@ -294,13 +294,14 @@ def _output_ref(graph, what, model_name: str) -> TensorRef:
     return node.output_ref(tensor_index)
 
 
-def fixed_batch_size(specs, batch_size, count: int, model_name: str, graph):
+def fixed_batch_size(specs, batch_size, count: int, model_name: str, carries_states: bool):
     """The batch size to run. An input saved with a fixed batch size (`batch_shape: [32, ...]`,
     common in tutorial models) binds only a model with stateful layers, whose carried states have
     that many rows: `batch_size` must then agree with it and the sample count be a multiple of
-    it. Any other model takes any batch, as Keras 3 predicts it."""
+    it (`carries_states`: has_stateful_layer, found once at load). Any other model takes any
+    batch, as Keras 3 predicts it."""
     fixed = {s.shape[0] for s in specs if s.shape and s.shape[0] is not None}
-    if not fixed or not has_stateful_layer(graph):
+    if not fixed or not carries_states:
         return batch_size
     if len(fixed) > 1:
         raise ShapeError(f"Model '{model_name}': its inputs fix different batch sizes {sorted(fixed)}.")

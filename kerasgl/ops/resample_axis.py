@@ -9,7 +9,7 @@ import math
 
 from ..errors import ShapeError
 from ..tensors.tensor import Tensor, empty
-from . import dispatch
+from . import dispatch, work
 from .checks import float32_tensor
 from .storage_ops import any_storage
 
@@ -38,5 +38,7 @@ def resample_axis(x: Tensor, axis: int, starts: Tensor, weights: Tensor) -> Tens
                      uniforms={"n": out.size, "inner": math.prod(x.shape[axis + 1:]),
                                "n_out": n_out, "n_in": x.shape[axis],
                                "span": weights.shape[1]},
-                     groups=dispatch.groups_for(out.size))
+                     groups=dispatch.groups_for(out.size),
+                     # a multiply-add per tap of each output; the taps read once per output row
+                     work=(2 * out.size * weights.shape[1], work.nbytes(x, starts, weights, out)))
     return out

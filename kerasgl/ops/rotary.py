@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import ShapeError
 from ..tensors.tensor import Tensor, empty
-from . import dispatch
+from . import dispatch, work
 from .storage_ops import any_storage
 
 
@@ -30,5 +30,7 @@ def rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
         dispatch.run("rotary.comp", buffers=[x, cos, sin, out],
                      uniforms={"n": out.size, "tokens": x.shape[1], "heads": x.shape[2],
                                "depth": x.shape[3]},
-                     groups=dispatch.groups_for(out.size))
+                     groups=dispatch.groups_for(out.size),
+                     # x * cos + rotated(x) * sin: three operations per output
+                     work=(3 * out.size, work.nbytes(x, cos, sin, out)))
     return out

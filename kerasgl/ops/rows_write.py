@@ -39,7 +39,7 @@ def write_rows(dst: Tensor, src: Tensor, start: int) -> None:
         dispatch.run("rows_write.comp", buffers=[staged or src, dst],
                      uniforms={"n": n, "block": src.shape[1] * width,
                                "dst_block": dst.shape[1] * width, "offset": start * width},
-                     groups=dispatch.groups_for(n))
+                     groups=dispatch.groups_for(n), work=(0, 8 * n))     # a copy: n words read and written
     finally:
         if staged is not None:
             staged.dispose()

@@ -76,8 +76,9 @@ class KerasModelAPI:
         count = max([int(shape[0]) for shape in shapes if len(shape)] or [1])
         # A model whose inputs fix the batch size (stateful RNNs) runs in batches of that size.
         fixed = any(s.shape and s.shape[0] is not None for s in self.inputs)
-        result = self.predict(x, batch_size=None if fixed else max(1, count), verbose=0)
-        return _as_numpy(result)
+        # Tensor inputs give Tensor results: read back, they die with this scope.
+        return ownership.tidy.run(lambda: _as_numpy(
+            self.predict(x, batch_size=None if fixed else max(1, count), verbose=0)))
 
     def get_weights(self) -> list:
         """keras.Model.get_weights(): every layer's get_weights(), layer after layer in `layers`
@@ -94,11 +95,9 @@ class KerasModelAPI:
 
 
 def _as_numpy(result):
-    """predict's result with each Tensor read back and freed."""
+    """predict's result with each Tensor read back."""
     if isinstance(result, Tensor):
-        array = result.numpy()
-        result.dispose()
-        return array
+        return result.numpy()
     if isinstance(result, dict):
         return {key: _as_numpy(value) for key, value in result.items()}
     if isinstance(result, list):

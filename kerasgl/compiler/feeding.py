@@ -19,6 +19,7 @@ from .graph import TensorSpec, format_shape
 from . import host_stage
 from ..saving.spec import TensorRef
 from ..ops import dispatch
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, empty
 
 DEFAULT_BATCH_SIZE = 32
@@ -176,18 +177,14 @@ def batch_slice(x: Tensor, start: int, stop: int) -> Tensor:
 def concat_batches(parts: list[Tensor]) -> Tensor:
     """The batches stacked along the first axis, as one new buffer tensor."""
     total = sum(p.shape[0] for p in parts)
-    out = empty((total,) + tuple(parts[0].shape[1:]), parts[0].dtype)
-    offset = 0
-    for part in parts:
-        if part.storage != "buffer":
-            part = part.to_buffer()
-            try:
-                offset = _append(out, part, offset)
-            finally:
-                part.dispose()
-        else:
-            offset = _append(out, part, offset)
-    return out
+
+    def compute():
+        out = empty((total,) + tuple(parts[0].shape[1:]), parts[0].dtype)
+        offset = 0
+        for part in parts:
+            offset = _append(out, part if part.storage == "buffer" else part.to_buffer(), offset)
+        return out
+    return ownership.tidy.run(compute)
 
 
 def _append(out: Tensor, part: Tensor, offset: int) -> int:

@@ -4,6 +4,7 @@ adaptive_average_pool), in 1, 2 or 3 spatial dimensions."""
 from __future__ import annotations
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, view
 from .channels_last import run_per_cell
 from .pool import check_mode
@@ -28,15 +29,11 @@ def adaptive_pool(x: Tensor, mode: str, output_size) -> Tensor:
     b, c = x.shape[0], x.shape[-1]
     d, h, w = pad + tuple(x.shape[1:-1])
     od, oh, ow = pad + output_size
-    volume = view(x, (b, d, h, w, c))
-    try:
-        out = run_per_cell("adaptive_pool.comp", volume, (b, od, oh, ow, c),
+
+    def compute():
+        out = run_per_cell("adaptive_pool.comp", view(x, (b, d, h, w, c)), (b, od, oh, ow, c),
                            defines={"IS_MAX": mode == "max"},
                            uniforms={"in_d": d, "in_h": h, "in_w": w,
                                      "out_d": od, "out_h": oh, "out_w": ow})
-    finally:
-        volume.dispose()
-    try:
         return view(out, (b,) + output_size + (c,))
-    finally:
-        out.dispose()
+    return ownership.tidy.run(compute)

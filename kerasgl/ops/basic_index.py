@@ -10,6 +10,7 @@ Keras 3's GetItem (keras_ops/numpy/getitem.py) and tf.keras's getitem / strided_
 from __future__ import annotations
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor
 from . import layout
 from .slicing import strided_slice
@@ -65,8 +66,4 @@ def resolve(items, shape):
 def take(x: Tensor, items) -> Tensor:
     """x[items] (expanded items, every size known): a new tensor."""
     window, out_shape = resolve(items, x.shape)
-    part = strided_slice(x, window)
-    try:
-        return layout.reshape(part, out_shape)
-    finally:
-        part.dispose()
+    return ownership.tidy.run(lambda: layout.reshape(strided_slice(x, window), out_shape))

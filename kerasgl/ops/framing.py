@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, empty
 from . import dispatch, merge
 from .slicing import strided_slice
@@ -57,10 +58,6 @@ def reflect_pad(x: Tensor, pad: int) -> Tensor:
     whole = [(0, n, 1) for n in x.shape[:-1]]
     if pad == 0:
         return strided_slice(x, whole + [(0, length, 1)])
-    parts = [strided_slice(x, whole + [(pad, pad, -1)]), x,
-             strided_slice(x, whole + [(length - 2, pad, -1)])]
-    try:
-        return merge.concatenate(parts, axis=-1)
-    finally:
-        parts[0].dispose()
-        parts[2].dispose()
+    return ownership.tidy.run(lambda: merge.concatenate(
+        [strided_slice(x, whole + [(pad, pad, -1)]), x,
+         strided_slice(x, whole + [(length - 2, pad, -1)])], axis=-1))

@@ -4,6 +4,7 @@ CLAHE (contrast-limited adaptive histogram equalisation), as Keras computes them
 from __future__ import annotations
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, empty
 from . import dispatch, reduce
 from .channels_last import check_input
@@ -32,22 +33,21 @@ def auto_contrast(x: Tensor, value_range=(0.0, 255.0)) -> Tensor:
     stretched to fill value_range (constant or non-finite channels unchanged)."""
     check_input(x, 4, "auto_contrast")
     b, h, w, c = x.shape
-    out = empty(x.shape)
-    if not out.size:
-        return out
-    low = reduce.reduce("min", x, (1, 2), False)
-    high = reduce.reduce("max", x, (1, 2), False)
-    try:
+
+    def compute():
+        out = empty(x.shape)
+        if not out.size:
+            return out
+        low = reduce.reduce("min", x, (1, 2), False)
+        high = reduce.reduce("max", x, (1, 2), False)
         lo, hi = float(value_range[0]), float(value_range[1])
         dispatch.run("auto_contrast.comp", defines={"RESCALE": (lo, hi) != (0.0, 255.0)},
                      buffers=[x, low, high, out],
                      uniforms={"n": out.size, "channels": c, "pixels": h * w,
                                "range_lo": lo, "range_hi": hi},
                      groups=dispatch.groups_for(out.size))
-    finally:
-        low.dispose()
-        high.dispose()
-    return out
+        return out
+    return ownership.tidy.run(compute)
 
 
 def clahe_tiles(height: int, width: int, grid) -> tuple[int, int]:
@@ -66,25 +66,25 @@ def clahe(x: Tensor, grid, clip_limit: float, value_range) -> Tensor:
     b, h, w, c = x.shape
     grid_h, grid_w = int(grid[0]), int(grid[1])
     tile_h, tile_w = clahe_tiles(h, w, (grid_h, grid_w))
-    out = empty(x.shape)
-    if not out.size:
-        return out
-    lo, hi = float(value_range[0]), float(value_range[1])
-    uniforms = {"height": h, "width": w, "channels": c, "grid_h": grid_h, "grid_w": grid_w,
-                "tile_h": tile_h, "tile_w": tile_w, "range_lo": lo, "range_hi": hi}
-    defines = {"RESCALE": (lo, hi) != (0.0, 255.0)}
-    tiles = b * grid_h * grid_w * c
-    cdf = empty((tiles * 256,))
-    try:
+
+    def compute():
+        out = empty(x.shape)
+        if not out.size:
+            return out
+        lo, hi = float(value_range[0]), float(value_range[1])
+        uniforms = {"height": h, "width": w, "channels": c, "grid_h": grid_h, "grid_w": grid_w,
+                    "tile_h": tile_h, "tile_w": tile_w, "range_lo": lo, "range_hi": hi}
+        defines = {"RESCALE": (lo, hi) != (0.0, 255.0)}
+        tiles = b * grid_h * grid_w * c
+        cdf = empty((tiles * 256,))
         limit = float(clip_limit) * (tile_h * tile_w) / 256.0 if clip_limit > 0 else -1.0
         dispatch.run("clahe_tiles.comp", defines=defines, buffers=[x, cdf],
                      uniforms={**uniforms, "n": tiles, "limit": limit},
                      groups=dispatch.groups_for(tiles))
         dispatch.run("clahe_apply.comp", defines=defines, buffers=[x, cdf, out],
                      uniforms={**uniforms, "n": out.size}, groups=dispatch.groups_for(out.size))
-    finally:
-        cdf.dispose()
-    return out
+        return out
+    return ownership.tidy.run(compute)
 
 
 
@@ -130,11 +130,12 @@ def perspective_transform(x: Tensor, start_points: Tensor, end_points: Tensor,
         if tuple(points.shape) != (b, 4, 2):
             raise ShapeError(f"perspective_transform: points of shape {list(points.shape)} for "
                              f"images of shape {list(x.shape)} (expects [{b}, 4, 2]).")
-    out = empty(x.shape)
-    if not out.size:
-        return out
-    homography = empty((b, 8))
-    try:
+
+    def compute():
+        out = empty(x.shape)
+        if not out.size:
+            return out
+        homography = empty((b, 8))
         dispatch.run("homography.comp", buffers=[start_points, end_points, homography],
                      uniforms={"n": b}, groups=dispatch.groups_for(b))
         dispatch.run("affine_transform.comp",
@@ -144,6 +145,5 @@ def perspective_transform(x: Tensor, start_points: Tensor, end_points: Tensor,
                      uniforms={"n": out.size, "height": h, "width": w, "channels": c,
                                "transforms": b, "fill": float(fill_value)},
                      groups=dispatch.groups_for(out.size))
-    finally:
-        homography.dispose()
-    return out
+        return out
+    return ownership.tidy.run(compute)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, empty, view
 from . import dispatch
 from .storage_ops import any_storage, copy_buffer, to_texture
@@ -85,11 +86,7 @@ def transpose(x: Tensor, axes=None) -> Tensor:
     out_shape = tuple(x.shape[a] for a in perm)
     shape, merged = _merge_axes(x.shape, perm)
     if merged == sorted(merged):          # nothing actually moves: a copy in the new shape
-        source = copy(x)
-        try:
-            return view(source, out_shape)
-        finally:
-            source.dispose()
+        return ownership.tidy.run(lambda: view(copy(x), out_shape))
     if len(shape) > MAX_RANK:
         raise ShapeError(f"transpose supports up to {MAX_RANK} axes that actually move. Received "
                          f"shape {list(x.shape)} with axes {list(perm)}.")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, empty
 from . import dispatch
 from .storage_ops import any_storage
@@ -24,19 +25,19 @@ def _square(a: Tensor, what: str) -> tuple[int, int]:
 
 def _gauss(a, b, want, tri, m, out_shape):
     count, n = _square(a, "linalg")
-    out = empty(out_shape)
-    if out.size == 0 or count == 0:
-        return out
-    scratch = empty((count, n, n + m))
-    try:
+
+    def compute():
+        out = empty(out_shape)
+        if out.size == 0 or count == 0:
+            return out
+        scratch = empty((count, n, n + m))
         dispatch.run("linalg_small.comp", defines={"CHOLESKY": False, "IDENTITY": b is None},
                      buffers=[a, b if b is not None else a, scratch, out],
                      uniforms={"n": n, "m": m, "count": count, "tri": tri, "want": want,
                                "upper": 0},
                      groups=dispatch.groups_for(count))
-    finally:
-        scratch.dispose()
-    return out
+        return out
+    return ownership.tidy.run(compute)
 
 
 @any_storage
@@ -86,17 +87,16 @@ def qr(a: Tensor, complete: bool = False) -> tuple[Tensor, Tensor]:
     m, n = a.shape[-2:]
     count, k = math.prod(a.shape[:-2]), min(m, n)
     kq = m if complete else k
-    q, r = empty(a.shape[:-2] + (m, kq)), empty(a.shape[:-2] + (kq, n))
-    if count and m and n:
-        scratch, work = empty((count, m * n + k)), empty((count, m, kq))
-        try:
+
+    def compute():
+        q, r = empty(a.shape[:-2] + (m, kq)), empty(a.shape[:-2] + (kq, n))
+        if count and m and n:
+            scratch, work = empty((count, m * n + k)), empty((count, m, kq))
             dispatch.run("qr.comp", buffers=[a, scratch, q, r, work],
                          uniforms={"m": m, "n": n, "k": k, "kq": kq, "kr": kq, "count": count},
                          groups=dispatch.groups_for(count))
-        finally:
-            scratch.dispose()
-            work.dispose()
-    return q, r
+        return q, r
+    return ownership.tidy.run(compute)
 
 
 @any_storage

@@ -35,11 +35,7 @@ def any_last(x: Tensor, keepdims: bool = False) -> Tensor:
 def any_not_equal(x: Tensor, value, keepdims: bool = False) -> Tensor:
     """1.0 where any entry along the last axis of x differs from value, else 0.0 (the mask of
     keras.layers.Masking)."""
-    differs = not_equal(x, value)
-    try:
-        return any_last(differs, keepdims)
-    finally:
-        differs.dispose()
+    return ownership.tidy.run(lambda: any_last(not_equal(x, value), keepdims))
 
 
 def masked_mean_over_time(x: Tensor, mask: Tensor, keepdims: bool = False) -> Tensor:
@@ -48,23 +44,12 @@ def masked_mean_over_time(x: Tensor, mask: Tensor, keepdims: bool = False) -> Te
     if x.ndim != 3 or mask.shape != x.shape[:2]:
         raise ShapeError(f"A masked mean over time takes x (batch, time, features) and a mask "
                          f"(batch, time). Received {list(x.shape)} and {list(mask.shape)}.")
-    m3 = view(mask, mask.shape + (1,))
-    try:
-        kept = elementwise.mul(x, m3)
-        try:
-            total = reduce.reduce("sum", kept, 1, keepdims)
-        finally:
-            kept.dispose()
-        try:
-            count = reduce.reduce("sum", m3, 1, keepdims)
-            try:
-                return elementwise.div(total, count)
-            finally:
-                count.dispose()
-        finally:
-            total.dispose()
-    finally:
-        m3.dispose()
+
+    def compute():
+        m3 = view(mask, mask.shape + (1,))
+        total = reduce.reduce("sum", elementwise.mul(x, m3), 1, keepdims)
+        return elementwise.div(total, reduce.reduce("sum", m3, 1, keepdims))
+    return ownership.tidy.run(compute)
 
 
 def masked_softmax(x: Tensor, mask: Tensor, axis=-1) -> Tensor:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, empty
 from . import dispatch
 from .checks import float32_tensor
@@ -39,8 +40,8 @@ def math_extra(name: str, x: Tensor, *params: float) -> Tensor:
 
 
 def _lines(x: Tensor, axes):
-    """x (or a transposed copy, owned by the caller when it is not x) seen as (outer, r, inner)
-    with the reduced axes merged into r."""
+    """x (or a transposed copy, a temporary of the caller's scope) seen as (outer, r, inner) with
+    the reduced axes merged into r."""
     if axes and axes == tuple(range(axes[0], axes[-1] + 1)):
         shape = x.shape
         return x, (math.prod(shape[:axes[0]]), math.prod(shape[axes[0]:axes[-1] + 1]),
@@ -60,18 +61,17 @@ def line_reduce(op: str, x: Tensor, axis=None, keepdims: bool = False) -> Tensor
     axes = normalize_axes(axis, x.ndim)
     out_shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keepdims else \
         tuple(n for d, n in enumerate(x.shape) if d not in axes)
-    out = empty(out_shape, "int32" if op in INT_LINE_OPS else "float32")
-    if not out.size:
-        return out
-    source, (outer, r, inner) = _lines(x, axes) if axes else (x, (x.size, 1, 1))
-    try:
+
+    def compute():
+        out = empty(out_shape, "int32" if op in INT_LINE_OPS else "float32")
+        if not out.size:
+            return out
+        source, (outer, r, inner) = _lines(x, axes) if axes else (x, (x.size, 1, 1))
         dispatch.run("line_reduce.comp", defines={"OP": LINE_OPS[op]}, buffers=[source, out],
                      uniforms={"lines": outer * inner, "len": r, "inner": inner},
                      groups=dispatch.groups_for(outer * inner))
-    finally:
-        if source is not x:
-            source.dispose()
-    return out
+        return out
+    return ownership.tidy.run(compute)
 
 
 @any_storage

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, empty, view
 from . import dispatch, elementwise, layout
 from .axes import normalize_axes, reduced_axes, run_over_axes
@@ -59,27 +60,22 @@ def nary(op: str, tensors, activation=None) -> Tensor:
                          f"Received {len(tensors)}.")
     if activation is not None and activation.is_identity:
         activation = None
-    if len(tensors) == 1:
-        result = layout.copy(tensors[0]) if tensors[0].storage == "buffer" else tensors[0].to_buffer()
-        if activation is None:
-            return result
-        try:
+
+    def compute():
+        if len(tensors) == 1:
+            result = layout.copy(tensors[0]) if tensors[0].storage == "buffer" else tensors[0].to_buffer()
+            if activation is None:
+                return result
             return elementwise.unary(activation.function[len("act_"):], result, *activation.params)
-        finally:
-            result.dispose()
-    steps = [(NARY_OPS[op], t) for t in tensors[1:]]
-    if op == "average":
-        steps.append(("div", float(len(tensors))))
-    result = tensors[0]
-    for i, (binary, operand) in enumerate(steps):
-        epilogue = activation if i == len(steps) - 1 else None
-        previous = result
-        try:
-            result = elementwise.binary(binary, previous, operand, epilogue)
-        finally:
-            if previous is not tensors[0]:
-                previous.dispose()
-    return result
+        steps = [(NARY_OPS[op], t) for t in tensors[1:]]
+        if op == "average":
+            steps.append(("div", float(len(tensors))))
+        result = tensors[0]
+        for i, (binary, operand) in enumerate(steps):
+            epilogue = activation if i == len(steps) - 1 else None
+            result = elementwise.binary(binary, result, operand, epilogue)
+        return result
+    return ownership.tidy.run(compute)
 
 
 @any_storage
@@ -117,18 +113,16 @@ def batch_dot(x: Tensor, y: Tensor, axes) -> Tensor:
         raise ShapeError(f"batch_dot: x.shape[{a0}] != y.shape[{a1}] ({x.shape[a0]} != "
                          f"{y.shape[a1]}); shapes {list(x.shape)} and {list(y.shape)}.")
     out_shape = batch_dot_shape(x.shape, y.shape, (a0, a1))
-    temporaries = []
-    try:
+
+    def compute(a0):
         xs, ys = x.shape, y.shape
         if x.ndim == 2:                                  # (B, K) -> (B, 1, K)
             xv = view(x, (xs[0], 1, xs[1]))
-            temporaries.append(xv)
             a0 = 2
         else:
             xv = x
         if y.ndim == 2:                                  # (B, K) -> (B, K, 1)
             yv = view(y, (ys[0], ys[1], 1))
-            temporaries.append(yv)
         else:
             yv = y
         # x: move a0 last, then fold the middle axes into one: (B, M, K).
@@ -139,10 +133,8 @@ def batch_dot(x: Tensor, y: Tensor, axes) -> Tensor:
             else:
                 perm = [d for d in range(xv.ndim) if d != a0] + [a0]
                 xv = layout.transpose(xv, perm)
-                temporaries.append(xv)
         if xv.ndim > 3:
             xv = view(xv, (xv.shape[0], math.prod(xv.shape[1:-1]), xv.shape[-1]))
-            temporaries.append(xv)
         # y: move a1 to position 1, then fold the trailing axes into one: (B, K, N).
         transpose_b = False
         if a1 != 1:
@@ -151,15 +143,8 @@ def batch_dot(x: Tensor, y: Tensor, axes) -> Tensor:
             else:
                 perm = [0, a1] + [d for d in range(1, yv.ndim) if d != a1]
                 yv = layout.transpose(yv, perm)
-                temporaries.append(yv)
         if yv.ndim > 3:
             yv = view(yv, (yv.shape[0], yv.shape[1], math.prod(yv.shape[2:])))
-            temporaries.append(yv)
         result = matmul(xv, yv, transpose_a=transpose_a, transpose_b=transpose_b)
-        try:
-            return view(result, out_shape)
-        finally:
-            result.dispose()
-    finally:
-        for t in temporaries:
-            t.dispose()
+        return view(result, out_shape)
+    return ownership.tidy.run(compute, a0)

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, empty, view
 from . import dispatch, work
 from .checks import float32_tensor
@@ -57,8 +58,7 @@ def _runs(axes) -> list[tuple[int, int]]:
 def _pass(op: str, x: Tensor, outer: int, r: int, inner: int, divisor: float,
           dtype: str = "float32") -> Tensor:
     """Reduce the middle axis of x seen as [outer, r, inner] completely (one or more passes)."""
-    current, owned = x, False
-    try:
+    def passes(current, r):
         while True:
             parallel = outer * inner
             chunks = 1
@@ -74,15 +74,10 @@ def _pass(op: str, x: Tensor, outer: int, r: int, inner: int, divisor: float,
                                    "divisor": float(divisor) if chunks == 1 else 1.0},
                          groups=dispatch.groups_for(outer * chunks * inner),
                          work=(outer * r * inner, work.nbytes(current, out)))
-            if owned:
-                current.dispose()
-            current, owned, r = out, True, chunks
+            current, r = out, chunks
             if chunks == 1:
                 return current
-    except BaseException:
-        if owned:
-            current.dispose()
-        raise
+    return ownership.tidy.run(passes, x, r)
 
 
 @any_storage
@@ -104,41 +99,29 @@ def reduce(op: str, x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     if math.prod(out_shape) == 0 or count == 0 or not axes:
         return _without_work(op, x, out_shape, count)
 
-    shape = list(x.shape)
-    current, owned = x, False
-    try:
+    def compute():
+        shape = list(x.shape)
+        current = x
         # Reduce the innermost run first so the earlier axes keep their positions.
         runs = _runs(axes)
         for n, (start, stop) in enumerate(reversed(runs)):
             last = n == len(runs) - 1
             outer, r, inner = (math.prod(shape[:start]), math.prod(shape[start:stop]),
                                math.prod(shape[stop:]))
-            reduced = _pass(op, current, outer, r, inner, count if op == "mean" and last else 1,
+            current = _pass(op, current, outer, r, inner, count if op == "mean" and last else 1,
                             x.dtype)
-            if owned:
-                current.dispose()
-            current, owned = reduced, True
             shape[start:stop] = [1] * (stop - start)
-        result = view(current, out_shape)
-        current.dispose()
-        return result
-    except BaseException:
-        if owned:
-            current.dispose()
-        raise
+        return view(current, out_shape)
+    return ownership.tidy.run(compute)
 
 
 def reduce_words(op: str, x: Tensor, axis, keepdims: bool, out_dtype: str) -> Tensor:
     """sum / max / min of an int32 or bool x as exact int32 words (bool words are int32 0 / 1),
     read as `out_dtype` (int32, or bool for a bool max / min)."""
-    source = view(x, x.shape, "int32")
-    try:
-        words = reduce(op, source, axis, keepdims)
-    finally:
-        source.dispose()
-    result = view(words, words.shape, out_dtype)
-    words.dispose()
-    return result
+    def compute():
+        words = reduce(op, view(x, x.shape, "int32"), axis, keepdims)
+        return view(words, words.shape, out_dtype)
+    return ownership.tidy.run(compute)
 
 
 def _without_work(op: str, x: Tensor, out_shape, count: int) -> Tensor:
@@ -147,11 +130,8 @@ def _without_work(op: str, x: Tensor, out_shape, count: int) -> Tensor:
         return empty(out_shape, x.dtype)
     if count == 0:   # numpy: the sum of nothing is 0, the mean of nothing is nan
         return fill(out_shape, 0.0 if op == "sum" else float("nan"), x.dtype)
-    source = copy(x)     # no axes: numpy returns the values unchanged
-    try:
-        return view(source, out_shape)
-    finally:
-        source.dispose()
+    # No axes: numpy returns the values unchanged.
+    return ownership.tidy.run(lambda: view(copy(x), out_shape))
 
 
 def reduce_sum(x, axis=None, keepdims=False): return reduce("sum", x, axis, keepdims)

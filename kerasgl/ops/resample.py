@@ -23,6 +23,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, view
 from . import spatial
 from .resample_axis import resample_axis
@@ -100,16 +101,16 @@ def _window_of(x: Tensor, window, fill: float) -> Tensor:
     h, w = x.shape[1:3]
     pads = ((max(0, -top), max(0, top + rows - h)), (max(0, -left), max(0, left + cols - w)))
     crops = ((max(0, top), max(0, h - top - rows)), (max(0, left), max(0, w - left - cols)))
-    framed = x
-    if any(pads[0] + pads[1]):
-        framed = pad_constant(x, ((0, 0),) + pads + ((0, 0),), fill)
-    if any(crops[0] + crops[1]):
-        cropped = spatial.pad_crop2d(framed, tuple(-n for n in crops[0]),
-                                     tuple(-n for n in crops[1]))
-        if framed is not x:
-            framed.dispose()
-        framed = cropped
-    return framed
+
+    def compute():
+        framed = x
+        if any(pads[0] + pads[1]):
+            framed = pad_constant(x, ((0, 0),) + pads + ((0, 0),), fill)
+        if any(crops[0] + crops[1]):
+            framed = spatial.pad_crop2d(framed, tuple(-n for n in crops[0]),
+                                        tuple(-n for n in crops[1]))
+        return framed
+    return ownership.tidy.run(compute)
 
 
 @any_storage
@@ -117,20 +118,19 @@ def resample(x: Tensor, tables, window, fill: float = 0.0) -> Tensor:
     """x [batch, height, width, channels]: its window (top, left, rows, cols), whose cells outside
     x hold `fill`, resampled with tables = (rows' table, columns' table), None for an axis that
     keeps its size (jax skips it), by ops/resample_axis.py, one pass per axis."""
-    result = _window_of(x, window, fill)
-    passes = [(axis, table) for axis, table in ((1, tables[0]), (2, tables[1]))
-              if table is not None]
-    if len(passes) == 2:
-        # The order that reads fewer taps in all (jax's einsum picks its own; the sums agree to
-        # float32 rounding).
-        rows, cols = result.shape[1:3]
-        (out_h, taps_h), (out_w, taps_w) = (t.weights.shape for _, t in passes)
-        if rows * out_w * taps_w + out_h * out_w * taps_h < \
-                out_h * cols * taps_h + out_h * out_w * taps_w:
-            passes.reverse()
-    for axis, table in passes:
-        resampled = resample_axis(result, axis, table.first, table.weights)
-        if result is not x:
-            result.dispose()
-        result = resampled
-    return view(x, x.shape) if result is x else result
+    def compute():
+        result = _window_of(x, window, fill)
+        passes = [(axis, table) for axis, table in ((1, tables[0]), (2, tables[1]))
+                  if table is not None]
+        if len(passes) == 2:
+            # The order that reads fewer taps in all (jax's einsum picks its own; the sums agree
+            # to float32 rounding).
+            rows, cols = result.shape[1:3]
+            (out_h, taps_h), (out_w, taps_w) = (t.weights.shape for _, t in passes)
+            if rows * out_w * taps_w + out_h * out_w * taps_h < \
+                    out_h * cols * taps_h + out_h * out_w * taps_w:
+                passes.reverse()
+        for axis, table in passes:
+            result = resample_axis(result, axis, table.first, table.weights)
+        return view(x, x.shape) if result is x else result
+    return ownership.tidy.run(compute)

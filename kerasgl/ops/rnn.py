@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import GPULimitError, ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, empty
 from . import dispatch, matmul
 from .storage_ops import any_storage
@@ -126,20 +127,17 @@ def recurrence(x: Tensor, kind: str, units: int, kernel: Tensor, recurrent_kerne
         raise ShapeError(f"A recurrence cannot combine {act} and {rec} with different parameters.")
     params = tuple(act_params) or tuple(rec_params)
 
-    out = empty((batch, steps, units) if return_sequences else (batch, units))
-    h_out = empty((batch, units))
-    c_out = empty((batch, units)) if kind == "lstm" else None
-    if batch == 0:
-        return out, h_out, c_out
-    lanes, qpl, bpg = _config(batch, padded, kind == "gru_reset_before", bool(act_norm or rec_norm))
-    if steps == 0:
-        raise ShapeError("A recurrence needs at least one time step. Received 0.")
-    try:
+    def compute():
+        out = empty((batch, steps, units) if return_sequences else (batch, units))
+        h_out = empty((batch, units))
+        c_out = empty((batch, units)) if kind == "lstm" else None
+        if batch == 0:
+            return out, h_out, c_out
+        lanes, qpl, bpg = _config(batch, padded, kind == "gru_reset_before",
+                                  bool(act_norm or rec_norm))
+        if steps == 0:
+            raise ShapeError("A recurrence needs at least one time step. Received 0.")
         xproj = matmul.dense(x, kernel, input_bias)
-    except BaseException:
-        dispose_all(out, h_out, c_out)
-        raise
-    try:
         stand_in = out      # unused bindings still need a buffer (the shader never touches them)
         defines = {
             "CELL": cell, "G": gates, "UQ": padded // 4, "LANES": lanes, "QPL": qpl, "BPG": bpg,
@@ -158,12 +156,8 @@ def recurrence(x: Tensor, kind: str, units: int, kernel: Tensor, recurrent_kerne
             out, h_out, c_out if c_out is not None else stand_in]
         dispatch.run("rnn_recurrence.comp", defines=defines, buffers=buffers, uniforms=uniforms,
                      groups=(math.ceil(batch / bpg), 1, 1))
-    except BaseException:
-        dispose_all(out, h_out, c_out)
-        raise
-    finally:
-        xproj.dispose()
-    return out, h_out, c_out
+        return out, h_out, c_out
+    return ownership.tidy.run(compute)
 
 
 def _normalizer(function: str) -> tuple[str, int]:
@@ -171,12 +165,6 @@ def _normalizer(function: str) -> tuple[str, int]:
     if function in NORMALIZERS:
         return "act_linear", NORMALIZERS[function]
     return function, 0
-
-
-def dispose_all(*tensors) -> None:
-    for t in tensors:
-        if t is not None:
-            t.dispose()
 
 
 def upload_cell(packed: PackedCell, keep) -> dict:

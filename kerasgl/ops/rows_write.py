@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor
 from . import dispatch
 from .storage_ops import to_buffer
@@ -34,12 +35,11 @@ def write_rows(dst: Tensor, src: Tensor, start: int) -> None:
     n = src.size
     if n == 0:
         return
-    staged = to_buffer(src) if src.storage != "buffer" else None
-    try:
-        dispatch.run("rows_write.comp", buffers=[staged or src, dst],
+
+    def write():
+        source = src if src.storage == "buffer" else to_buffer(src)
+        dispatch.run("rows_write.comp", buffers=[source, dst],
                      uniforms={"n": n, "block": src.shape[1] * width,
                                "dst_block": dst.shape[1] * width, "offset": start * width},
                      groups=dispatch.groups_for(n), work=(0, 8 * n))     # a copy: n words read and written
-    finally:
-        if staged is not None:
-            staged.dispose()
+    ownership.tidy.run(write)

@@ -99,15 +99,15 @@ def argpartition(x: Tensor, kth: int, axis: int = -1) -> Tensor:
     if not -length <= kth < length:
         raise ShapeError(f"argpartition: kth={kth} is out of range for an axis of {length}.")
     kth %= length
-    out = empty(x.shape, "int32")
-    if out.size:
-        ranks = empty(x.shape, "int32")
-        try:
+
+    def compute():
+        out = empty(x.shape, "int32")
+        if out.size:
+            ranks = empty(x.shape, "int32")
             _rank_pass(x, axis, "partition", ranks=ranks, stage=1)
             _rank_pass(x, axis, "partition", ranks=ranks, indices=out, stage=2, kth=kth)
-        finally:
-            ranks.dispose()
-    return out
+        return out
+    return ownership.tidy.run(compute)
 
 
 def _rows_last(x: Tensor, axes: tuple) -> Tensor:
@@ -116,11 +116,8 @@ def _rows_last(x: Tensor, axes: tuple) -> Tensor:
     kept = [d for d in range(x.ndim) if d not in axes]
     length = math.prod(x.shape[d] for d in axes)
     if list(axes) != list(range(x.ndim - len(axes), x.ndim)):
-        moved = layout.transpose(x, tuple(kept) + tuple(axes))
-        try:
-            return layout.reshape(moved, (x.size // max(length, 1), length))
-        finally:
-            moved.dispose()
+        return ownership.tidy.run(lambda: layout.reshape(
+            layout.transpose(x, tuple(kept) + tuple(axes)), (x.size // max(length, 1), length)))
     return layout.reshape(x, (x.size // max(length, 1), length))
 
 
@@ -224,13 +221,13 @@ def in_top_k(targets: Tensor, predictions: Tensor, k: int) -> Tensor:
     if predictions.ndim == 0 or tuple(predictions.shape[:-1]) != tuple(targets.shape):
         raise ShapeError(f"in_top_k: predictions of shape {list(predictions.shape)} for targets "
                          f"of shape {list(targets.shape)} (targets' shape + (classes,)).")
-    words = empty(targets.shape, "int32")
-    try:
+
+    def compute():
+        words = empty(targets.shape, "int32")
         if words.size:
             dispatch.run("in_top_k.comp", buffers=[targets, predictions, words],
                          uniforms={"rows": words.size, "classes": predictions.shape[-1],
                                    "k": int(k)},
                          groups=dispatch.groups_for(words.size))
         return retag(words, "bool")
-    finally:
-        words.dispose()
+    return ownership.tidy.run(compute)

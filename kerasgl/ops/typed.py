@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, empty
 from . import dispatch
 from .elementwise import MAX_RANK, broadcast_output, broadcast_strides
@@ -178,16 +179,10 @@ def where(condition: Tensor, x1, x2, out_dtype: str) -> Tensor:
     if not isinstance(condition, Tensor):
         raise TypeError("where() takes a tensor condition.")
     condition._check_alive()
-    made = []
-    try:
-        operands = []
-        for value in (x1, x2):
-            value = _checked(value)
-            operand, new = as_dtype(value, out_dtype)
-            if new is not None:
-                made.append(new)
-            operands.append(operand)
-        x, y = operands
+
+    def compute():
+        # A converted operand is a temporary of this scope.
+        x, y = (as_dtype(_checked(value), out_dtype)[0] for value in (x1, x2))
         out, shapes = broadcast_output((condition, x, y), out_dtype, "where")
         out_shape = out.shape
         if out.size == 0:
@@ -211,9 +206,7 @@ def where(condition: Tensor, x1, x2, out_dtype: str) -> Tensor:
         dispatch.run("where.comp", defines=defines, buffers=buffers, uniforms=uniforms,
                      groups=dispatch.groups_for(out.size))
         return out
-    finally:
-        for tensor in made:
-            tensor.dispose()
+    return ownership.tidy.run(compute)
 
 
 def bools_as_float(value, made: list):

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, empty
 from . import dispatch
 from .storage_ops import any_storage, to_buffer
@@ -52,21 +53,20 @@ def side_by_side(sources, rows: int) -> Tensor:
         raise ShapeError(f"side_by_side: sources {[(list(t.shape), t.dtype) for t in sources]} do "
                          f"not split into {rows} rows of one dtype.")
     widths = [t.size // max(rows, 1) for t in sources]
-    out = empty((rows * sum(widths),), dtype)
-    offset = 0
-    for t, width in zip(sources, widths):
-        if t.size:
-            staged = to_buffer(t) if t.storage == "texture" else t
-            try:
+
+    def compute():
+        out = empty((rows * sum(widths),), dtype)
+        offset = 0
+        for t, width in zip(sources, widths):
+            if t.size:
+                staged = to_buffer(t) if t.storage == "texture" else t
                 dispatch.run("word_gather.comp", defines={"PLACE": True}, buffers=[staged, out],
                              uniforms={"n": t.size, "width": width, "row": sum(widths),
                                        "offset": offset},
                              groups=dispatch.groups_for(t.size))
-            finally:
-                if staged is not t:
-                    staged.dispose()
-        offset += width
-    return out
+            offset += width
+        return out
+    return ownership.tidy.run(compute)
 
 
 @any_storage
@@ -77,20 +77,23 @@ def gather_map(source: Tensor, index_map: Tensor, out_shape, rows: int, fill: in
     index_map[c] < 0."""
     _checked(source, "gather_map")
     _checked(index_map, "gather_map")
-    out = empty(tuple(out_shape), dtype or source.dtype)
-    if index_map.dtype != "int32" or out.size != rows * index_map.size \
-            or (rows and source.size % rows):
-        out.dispose()
-        raise ShapeError(f"gather_map: a map of {index_map.size} {index_map.dtype} words does not "
-                         f"make {rows} rows of shape {list(out_shape)} from {source.size} words.")
-    if not out.size:
+
+    def compute():
+        out = empty(tuple(out_shape), dtype or source.dtype)
+        if index_map.dtype != "int32" or out.size != rows * index_map.size \
+                or (rows and source.size % rows):
+            raise ShapeError(f"gather_map: a map of {index_map.size} {index_map.dtype} words does "
+                             f"not make {rows} rows of shape {list(out_shape)} from {source.size} "
+                             "words.")
+        if not out.size:
+            return out
+        dispatch.run("word_gather.comp", defines={"PLACE": False},
+                     buffers=[source if source.size else out, index_map, out],
+                     uniforms={"n": out.size, "inner_out": index_map.size,
+                               "inner_src": source.size // rows if rows else 0, "fill": fill},
+                     groups=dispatch.groups_for(out.size))
         return out
-    dispatch.run("word_gather.comp", defines={"PLACE": False},
-                 buffers=[source if source.size else out, index_map, out],
-                 uniforms={"n": out.size, "inner_out": index_map.size,
-                           "inner_src": source.size // rows if rows else 0, "fill": fill},
-                 groups=dispatch.groups_for(out.size))
-    return out
+    return ownership.tidy.run(compute)
 
 
 @any_storage

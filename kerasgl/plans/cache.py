@@ -131,9 +131,10 @@ class ModelPlans:
                 results = [out.numpy() for out in outs]
                 ownership.dispose(outs)          # (a layer may hand back a kept tensor)
                 return results
-        recorder = None
-        inputs = [upload(a, dtype=d) for a, d in zip(arrays, dtypes)]
-        try:
+        # The inputs belong to the outer scope, which closes after the recording: the call must
+        # not free a tensor made before it.
+        with ownership.tidy():
+            inputs = [upload(a, dtype=d) for a, d in zip(arrays, dtypes)]
             recorder = Recorder(inputs)
             # The recorder stays on while the scope closes: it must see every temporary freed.
             with recording.recording(recorder):
@@ -144,11 +145,8 @@ class ModelPlans:
                     checks.verify()
                     results = [out.numpy() for out in outs]
                     ownership.dispose(outs)
-        finally:
-            ownership.dispose(inputs)
-        if recorder is not None:
-            recorder.finish()
-            self._learn(entry, recorder, arrays)
+        recorder.finish()
+        self._learn(entry, recorder, arrays)
         return results
 
     def predict_tensors(self, tensors: list[Tensor], wanted) -> list[Tensor]:

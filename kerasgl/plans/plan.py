@@ -213,17 +213,16 @@ class Plan:
                 ctx.copy_buffer(handle, t.gl_buffer(), size=t.nbytes)
         self.run_steps()
         self._verify()
-        results = []
-        try:
+
+        def copy_outputs():
+            results = []
             for handle, shape, dtype in self.outputs:
                 out = empty(shape, dtype)
                 results.append(out)
                 if out.size:
                     ctx.copy_buffer(out.gl_buffer(), handle, size=out.nbytes)
-        except BaseException:
-            ownership.dispose(results)
-            raise
-        return results
+            return results
+        return ownership.tidy.run(copy_outputs)
 
     def _verify(self) -> None:
         """Read the flag buffers of the GPU's checks (zeroed by the replay's uploads) and raise

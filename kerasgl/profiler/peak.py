@@ -120,19 +120,19 @@ def fma_rates(chains: int, width: int, runs: int = RUNS) -> list[float]:
     """FLOP/s of `runs` runs of the FMA shader with `chains` independent chains of `width`
     floats (4: vec4) per invocation."""
     invocations = FMA_GROUPS * LOCAL_SIZE
-    out = ownership.keep(empty((invocations,)))
     defines = {"LOCAL_SIZE": LOCAL_SIZE, "CHAINS": chains, "WIDTH": width, "UNROLL": UNROLL}
     groups = dispatch.groups_for(invocations, LOCAL_SIZE)
 
-    def run_with(iterations: int) -> None:
-        dispatch.run("peak_fma.comp", defines=defines, buffers=[out], groups=groups,
-                     uniforms={"iterations": iterations, "a": 0.999, "b": 0.001,
-                               "n_invocations": invocations})
-    try:
+    def rates() -> list[float]:
+        out = empty((invocations,))
+
+        def run_with(iterations: int) -> None:
+            dispatch.run("peak_fma.comp", defines=defines, buffers=[out], groups=groups,
+                         uniforms={"iterations": iterations, "a": 0.999, "b": 0.001,
+                                   "n_invocations": invocations})
         return _timed_rates(run_with, lambda n: 2.0 * invocations * n * UNROLL * chains * width,
                             1, runs)
-    finally:
-        out.dispose()
+    return ownership.tidy.run(rates)
 
 
 def copy_bytes() -> int:
@@ -144,22 +144,21 @@ def copy_rates(runs: int = RUNS, reads: int = 1, view: bool = False) -> list[flo
     """Bytes/s (read + written) of `runs` runs of the streaming copy: `reads` vec4s read per
     vec4 written, the source read through an image view or not."""
     nbytes = copy_bytes()
-    src = ownership.keep(empty((nbytes // 4,)))
-    dst = ownership.keep(empty((nbytes // 4 // reads,)))
     n_vec4 = nbytes // 16 // reads
     groups = dispatch.groups_for(n_vec4, LOCAL_SIZE)
     defines = {"LOCAL_SIZE": LOCAL_SIZE, "SRC_VIEW": view, "READS": reads}
 
-    def run_with(copies: int) -> None:
-        for _ in range(copies):
-            dispatch.run("peak_copy.comp", defines=defines, buffers=[src, dst],
-                         views=[(0, src)] if view else [], groups=groups,
-                         uniforms={"n_vec4": n_vec4})
-    try:
+    def rates() -> list[float]:
+        src = empty((nbytes // 4,))
+        dst = empty((nbytes // 4 // reads,))
+
+        def run_with(copies: int) -> None:
+            for _ in range(copies):
+                dispatch.run("peak_copy.comp", defines=defines, buffers=[src, dst],
+                             views=[(0, src)] if view else [], groups=groups,
+                             uniforms={"n_vec4": n_vec4})
         return _timed_rates(run_with, lambda n: (nbytes + nbytes // reads) * n, 1, runs)
-    finally:
-        src.dispose()
-        dst.dispose()
+    return ownership.tidy.run(rates)
 
 
 def spread(rates: list[float]) -> float:

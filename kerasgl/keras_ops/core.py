@@ -83,13 +83,10 @@ class SliceUpdateOp(OpNode):
         if updates.shape[0] != x.shape[0]:
             raise self.shape_error(f"updates of batch {updates.shape[0]} into inputs of batch "
                                    f"{x.shape[0]}.")
-        placed = tile_repeat_pad.pad_constant(updates, [(a, n - a - u) for a, n, u in
-                                                  zip(start, x.shape, updates.shape)])
-        try:
-            return typed_ops.where(self.mask(x.shape[1:], start[1:], updates.shape[1:]), placed,
-                                   x, x.dtype)
-        finally:
-            placed.dispose()
+        mask = self.mask(x.shape[1:], start[1:], updates.shape[1:])
+        padding = [(a, n - a - u) for a, n, u in zip(start, x.shape, updates.shape)]
+        return ownership.tidy.run(lambda: typed_ops.where(
+            mask, tile_repeat_pad.pad_constant(updates, padding), x, x.dtype))
 
 
 @register_op("ConvertToTensor")
@@ -224,25 +221,19 @@ class SaturateCastOp(OpNode):
         if target == "bool":
             if x.dtype == "int32":
                 return typed_ops.binary("gt", x, 0, "bool")
-            positive = typed_ops.binary("gt", x, 0.0, "bool")
-            nan = typed_ops.unary("isnan", x, "bool")
-            try:
-                return typed_ops.binary("or", positive, nan, "bool")
-            finally:
-                ownership.dispose((positive, nan))
+            return ownership.tidy.run(lambda: typed_ops.binary(
+                "or", typed_ops.binary("gt", x, 0.0, "bool"), typed_ops.unary("isnan", x, "bool"),
+                "bool"))
         if target == "int32":
             return typed_ops.convert(x, "int32")           # saturating, NaN -> 0, as XLA
-        clipped = x
-        for test, limit in (("isposinf", self.FLOAT_MAX), ("isneginf", -self.FLOAT_MAX)):
-            mask = typed_ops.unary(test, clipped, "bool")
-            try:
-                result = typed_ops.where(mask, limit, clipped, "float32")
-            finally:
-                mask.dispose()
-                if clipped is not x:
-                    clipped.dispose()
-            clipped = result
-        return clipped
+
+        def clip():
+            clipped = x
+            for test, limit in (("isposinf", self.FLOAT_MAX), ("isneginf", -self.FLOAT_MAX)):
+                clipped = typed_ops.where(typed_ops.unary(test, clipped, "bool"), limit, clipped,
+                                          "float32")
+            return clipped
+        return ownership.tidy.run(clip)
 
 
 refuse_ops({

@@ -32,11 +32,11 @@ class CachedMultiHeadAttention(MultiHeadAttention):
         if start > 0 and (tokens != 1 or valid is None):
             raise ShapeError(f"Layer '{self.name}': a cached step takes one token and the valid "
                              f"slots. Received {tokens} tokens at position {start}.")
-        temporaries = []
-        try:
-            q = self._project("query", x, self.key_dim, temporaries)
-            k = self._project("key", x, self.key_dim, temporaries)
-            v = self._project("value", x, self.value_dim, temporaries)
+
+        def compute():
+            q = self._project("query", x, self.key_dim)
+            k = self._project("key", x, self.key_dim)
+            v = self._project("value", x, self.value_dim)
             write_rows(key_cache, k, start)
             write_rows(value_cache, v, start)
             mode = self._mask_mode(3, False)
@@ -46,13 +46,8 @@ class CachedMultiHeadAttention(MultiHeadAttention):
                 keys_values = v
             else:
                 slots = view(valid, (1, 1, 1, valid.shape[-1]))
-                temporaries.append(slots)
                 weights = attn_ops.attention_weights(q, key_cache, scale=scale, mask=slots,
                                                      **mode)
                 keys_values = value_cache
-            temporaries.append(weights)
-            combined = attn_ops.attention_combine(weights, keys_values)
-            temporaries.append(combined)
-            return self._output_projection(combined)
-        finally:
-            ownership.dispose(temporaries[::-1])
+            return self._output_projection(attn_ops.attention_combine(weights, keys_values))
+        return ownership.tidy.run(compute)

@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..ops import elementwise, embedding_rows
+from ..tensors import ownership
 from .causal_lm import HubCausalLM
 from .files import HubFiles
 from .functional import Functional
@@ -95,13 +96,10 @@ class DecoderOnlyStack(DecoderStack):
 
     def embed(self, ids, start):
         # The ids were checked against the vocabulary on the CPU: no GPU check to read back.
-        tokens = embedding_rows.gather_rows(self.token_embedding.table, ids, check=False)
-        if self.scale is None:
-            return tokens
-        try:
-            return elementwise.mul(tokens, self.scale)
-        finally:
-            tokens.dispose()
+        def compute():
+            tokens = embedding_rows.gather_rows(self.token_embedding.table, ids, check=False)
+            return tokens if self.scale is None else elementwise.mul(tokens, self.scale)
+        return ownership.tidy.run(compute)
 
     def logits(self, last):
         return self.token_embedding.call(self.final_norm.call(last), reverse=True)

@@ -120,11 +120,8 @@ def generate(stack: DecoderStack, inputs, max_length, stop_token_ids, strip_prom
                         {block.window for block in stack.blocks})
         try:
             while True:
-                logits = ownership.tidy.run(_forward, stack, cache, token_ids, index, start)
-                try:
-                    chosen = sampler.next_tokens(logits)
-                finally:
-                    logits.dispose()
+                chosen = ownership.tidy.run(lambda: sampler.next_tokens(
+                    _forward(stack, cache, token_ids, index, start)))
                 token_ids[:, index] = np.where(mask[:, index], token_ids[:, index], chosen)
                 index += 1
                 if on_step is not None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..ops import attention as attn_ops
 from ..ops import elementwise, layout, matmul, softmax
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, view
 
 SOFTMAX_LAYER_FILL = -1e9                  # keras.layers.Softmax with a mask
@@ -35,71 +36,58 @@ def band(first: int, tokens: int, slots: int, groups: int, window: int | None) -
     return np.repeat(keep.astype(np.float32), groups, axis=0)
 
 
-def _fold(q: Tensor, groups: int, temporaries: list) -> Tensor:
+def _fold(q: Tensor, groups: int) -> Tensor:
     batch, tokens, heads, depth = q.shape
     if groups == 1:
         return q
     grouped = view(q, (batch, tokens, heads // groups, groups, depth))
-    temporaries.append(grouped)
     rows = layout.transpose(grouped, (0, 1, 3, 2, 4))
-    temporaries.append(rows)
-    folded = view(rows, (batch, tokens * groups, heads // groups, depth))
-    temporaries.append(folded)
-    return folded
+    return view(rows, (batch, tokens * groups, heads // groups, depth))
 
 
-def _unfold(out: Tensor, groups: int, tokens: int, temporaries: list) -> Tensor:
+def _unfold(out: Tensor, groups: int, tokens: int) -> Tensor:
     batch, rows, kv_heads, depth = out.shape
     if groups == 1:
         return out
     split = view(out, (batch, tokens, groups, kv_heads, depth))
-    temporaries.append(split)
     heads = layout.transpose(split, (0, 1, 3, 2, 4))
-    temporaries.append(heads)
-    merged = view(heads, (batch, tokens, kv_heads * groups, depth))
-    temporaries.append(merged)
-    return merged
+    return view(heads, (batch, tokens, kv_heads * groups, depth))
 
 
 def grouped_attention(q: Tensor, k: Tensor, v: Tensor, *, scale: float, mask: Tensor | None,
-                      fill: float, zero_masked: bool, soft_cap: float | None,
-                      temporaries: list) -> Tensor:
+                      fill: float, zero_masked: bool, soft_cap: float | None) -> Tensor:
     """q (batch, T, heads, depth), k and v (batch, S, kv_heads, depth) -> (batch, T, heads,
-    depth). mask: broadcastable to (batch, 1, T * groups, S) in the folded rows (`band`), 1
-    keeps. Every tensor made is added to `temporaries`, the result included."""
+    depth), a new tensor. mask: broadcastable to (batch, 1, T * groups, S) in the folded rows
+    (`band`), 1 keeps."""
     groups = q.shape[2] // k.shape[2]
-    folded = _fold(q, groups, temporaries)
-    if soft_cap is None:
-        weights = attn_ops.attention_weights(folded, k, scale=scale, mask=mask,
-                                             mask_mode="replace", mask_fill=fill,
-                                             zero_masked=zero_masked)
-        temporaries.append(weights)
-    else:
-        weights = _soft_capped_weights(folded, k, scale, mask, soft_cap, fill, zero_masked,
-                                       temporaries)
-    out = attn_ops.attention_combine(weights, v)
-    temporaries.append(out)
-    return _unfold(out, groups, q.shape[1], temporaries)
+
+    def compute():
+        folded = _fold(q, groups)
+        if soft_cap is None:
+            weights = attn_ops.attention_weights(folded, k, scale=scale, mask=mask,
+                                                 mask_mode="replace", mask_fill=fill,
+                                                 zero_masked=zero_masked)
+        else:
+            weights = _soft_capped_weights(folded, k, scale, mask, soft_cap, fill, zero_masked)
+        return _unfold(attn_ops.attention_combine(weights, v), groups, q.shape[1])
+    return ownership.tidy.run(compute)
 
 
-def _soft_capped_weights(q, k, scale, mask, soft_cap, fill, zero_masked, temporaries) -> Tensor:
+def _soft_capped_weights(q, k, scale, mask, soft_cap, fill, zero_masked) -> Tensor:
     """softmax(cap * tanh((scale * q) . k / cap)) as keras_hub's Gemma attention computes it,
-    laid out (batch, kv_heads, rows, S) as attention_weights' are."""
-    def keep(t):
-        temporaries.append(t)
-        return t
-    scaled = keep(elementwise.mul(q, scale))
-    queries = keep(layout.transpose(scaled, (0, 2, 1, 3)))       # (B, KV, rows, depth)
-    keys = keep(layout.transpose(k, (0, 2, 3, 1)))               # (B, KV, depth, S)
-    scores = keep(matmul.matmul(queries, keys))
-    capped = keep(elementwise.mul(keep(elementwise.unary(
-        "tanh", keep(elementwise.div(scores, soft_cap)))), soft_cap))
+    laid out (batch, kv_heads, rows, S) as attention_weights' are (inside grouped_attention's
+    tidy scope, which frees the steps)."""
+    scaled = elementwise.mul(q, scale)
+    queries = layout.transpose(scaled, (0, 2, 1, 3))       # (B, KV, rows, depth)
+    keys = layout.transpose(k, (0, 2, 3, 1))               # (B, KV, depth, S)
+    scores = matmul.matmul(queries, keys)
+    capped = elementwise.mul(elementwise.unary("tanh", elementwise.div(scores, soft_cap)),
+                             soft_cap)
     if mask is not None:
         # where(mask, score, fill): the score times 1, or 0 plus the fill.
-        capped = keep(elementwise.add(keep(elementwise.mul(capped, mask)),
-                                      keep(elementwise.mul(keep(elementwise.sub(mask, 1.0)),
-                                                           -fill))))
-    weights = keep(softmax.softmax(capped, axis=-1))
+        capped = elementwise.add(elementwise.mul(capped, mask),
+                                 elementwise.mul(elementwise.sub(mask, 1.0), -fill))
+    weights = softmax.softmax(capped, axis=-1)
     if mask is not None and zero_masked:
-        weights = keep(elementwise.mul(weights, mask))
+        weights = elementwise.mul(weights, mask)
     return weights

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import ModelFileError
 from ..ops import slicing, tile_repeat_pad
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, view
 from ..layers.base import Layer
 
@@ -47,20 +48,14 @@ class PositionEmbedding(Layer):
         """Positions start .. start + length - 1: a new (1, length, features) tensor."""
         self.check_span(start, length)
         window = [(start, length, 1), (0, self.dim, 1)]
-        flat = slicing.strided_slice(self.table, window)
-        try:
-            return view(flat, (1, length, self.dim))
-        finally:
-            flat.dispose()
+        return ownership.tidy.run(
+            lambda: view(slicing.strided_slice(self.table, window), (1, length, self.dim)))
 
     def call(self, inputs, start_index=0, **kwargs):
         shape = inputs.shape
-        rows = self.rows(int(start_index), shape[-2])
-        try:
+
+        def compute():
+            rows = self.rows(int(start_index), shape[-2])
             lead = view(rows, (1,) * (len(shape) - 2) + rows.shape[1:])
-        finally:
-            rows.dispose()
-        try:
             return tile_repeat_pad.tile(lead, tuple(shape[:-2]) + (1, 1))
-        finally:
-            lead.dispose()
+        return ownership.tidy.run(compute)

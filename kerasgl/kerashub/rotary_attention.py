@@ -83,72 +83,54 @@ class RotaryAttention(HubLayer):
         self.output.build(shape[:-1] + (self.heads * self.depth,))
         self.finish_build()
 
-    def _projections(self, x: Tensor, first: int, temporaries: list):
+    # The helpers below run inside the caller's tidy scope (call, call_with_cache), which frees
+    # every tensor they make but the result.
+    def _projections(self, x: Tensor, first: int):
         """Queries and keys rotated for positions first.., and values: (batch, T, heads, depth)."""
         batch, tokens, _ = x.shape
         cos, sin = self.angles.upload(first, tokens)
-        temporaries += [cos, sin]
         out = []
         for layer, heads, rotate in ((self.query, self.heads, True),
                                      (self.key, self.kv_heads, True),
                                      (self.value, self.kv_heads, False)):
-            flat = layer.call(x)
-            temporaries.append(flat)
-            y = view(flat, (batch, tokens, heads, self.depth))
-            temporaries.append(y)
-            if rotate:
-                y = rotary(y, cos, sin)
-                temporaries.append(y)
-            out.append(y)
+            y = view(layer.call(x), (batch, tokens, heads, self.depth))
+            out.append(rotary(y, cos, sin) if rotate else y)
         return out
 
-    def _attend(self, q, k, v, mask, temporaries) -> Tensor:
+    def _attend(self, q, k, v, mask) -> Tensor:
         out = grouped_attention(q, k, v, scale=self.scale, mask=mask, fill=self.fill,
-                                zero_masked=self.zero_masked, soft_cap=self.soft_cap,
-                                temporaries=temporaries)
+                                zero_masked=self.zero_masked, soft_cap=self.soft_cap)
         batch, tokens = q.shape[:2]
-        rows = view(out, (batch, tokens, self.heads * self.depth))
-        temporaries.append(rows)
-        return self.output.call(rows)
+        return self.output.call(view(out, (batch, tokens, self.heads * self.depth)))
 
-    def _band(self, tokens: int, temporaries: list) -> Tensor:
+    def _band(self, tokens: int) -> Tensor:
         """The causal (and windowed) mask of a sequence starting at position 0, folded."""
         groups = self.heads // self.kv_heads
         mask = tensor(band(0, tokens, tokens, groups, self.window), label="attention band")
-        temporaries.append(mask)
-        shaped = view(mask, (1, 1, tokens * groups, tokens))
-        temporaries.append(shaped)
-        return shaped
+        return view(mask, (1, 1, tokens * groups, tokens))
 
     def call(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         """Self-attention over a whole sequence (predict); padding_mask (batch, S): 1 keeps."""
-        temporaries: list = []
-        try:
-            q, k, v = self._projections(x, 0, temporaries)
-            mask = self._band(x.shape[1], temporaries)
+        def compute():
+            q, k, v = self._projections(x, 0)
+            mask = self._band(x.shape[1])
             if padding_mask is not None:
                 batch, slots = padding_mask.shape
                 keys = view(padding_mask, (batch, 1, 1, slots))
-                temporaries.append(keys)
                 mask = attn_ops.mask_and(keys, mask, (batch, 1) + mask.shape[2:])
-                temporaries.append(mask)
-            return self._attend(q, k, v, mask, temporaries)
-        finally:
-            ownership.dispose(temporaries[::-1])
+            return self._attend(q, k, v, mask)
+        return ownership.tidy.run(compute)
 
     def call_with_cache(self, x: Tensor, key_cache: Tensor, value_cache: Tensor, start: int,
                         valid: Tensor | None) -> Tensor:
         """Tokens at positions start..: the prompt (start 0, attending to itself causally) or
         one token (attending to the cache's `valid` slots, (1, slots))."""
-        temporaries: list = []
-        try:
-            q, k, v = self._projections(x, start, temporaries)
+        def compute():
+            q, k, v = self._projections(x, start)
             write_rows(key_cache, k, start)
             write_rows(value_cache, v, start)
             if start == 0:
-                return self._attend(q, k, v, self._band(x.shape[1], temporaries), temporaries)
+                return self._attend(q, k, v, self._band(x.shape[1]))
             slots = view(valid, (1, 1, 1, valid.shape[-1]))
-            temporaries.append(slots)
-            return self._attend(q, key_cache, value_cache, slots, temporaries)
-        finally:
-            ownership.dispose(temporaries[::-1])
+            return self._attend(q, key_cache, value_cache, slots)
+        return ownership.tidy.run(compute)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import InputTypeError, InputValueError
 from ..ops import arg_ops
+from ..tensors import ownership
 from ..tensors.tensor import Tensor
 
 
@@ -62,11 +63,8 @@ class GreedySampler(Sampler):
 
     def next_tokens(self, logits: Tensor) -> np.ndarray:
         # softmax keeps the order of the logits: the most probable token is their argmax.
-        ids = arg_ops.arg_reduce(logits, axis=-1)
-        try:
-            return ids.numpy().astype(np.int32)
-        finally:
-            ids.dispose()
+        return ownership.tidy.run(
+            lambda: arg_ops.arg_reduce(logits, axis=-1).numpy().astype(np.int32))
 
 
 class RandomSampler(Sampler):

@@ -86,16 +86,12 @@ class TransformerBlock(HubLayer):
 
     def run(self, sequence: Tensor, padding_mask: Tensor | None) -> Tensor:
         """The block on a whole sequence (predict)."""
-        def attend(x):
+        def attend(x):            # inside residual_branches' tidy scope: it frees `keys`
             if padding_mask is None:
                 return self.attention.call(x, x, use_causal_mask=self.causal)
             batch, length = padding_mask.shape
             keys = view(padding_mask, (batch, 1, length))
-            try:
-                return self.attention.call(x, x, attention_mask=keys,
-                                           use_causal_mask=self.causal)
-            finally:
-                keys.dispose()
+            return self.attention.call(x, x, attention_mask=keys, use_causal_mask=self.causal)
         return ownership.tidy.run(self.residual_branches, sequence, attend)
 
     def residual_branches(self, x: Tensor, attend) -> Tensor:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..layers.base import Layer
 from ..ops import merge, tile_repeat_pad
+from ..tensors import ownership
 from .transformer_encoder import TransformerEncoder
 
 _MHA = ("mha",)
@@ -48,11 +49,8 @@ class ClassToken(Layer):
         self.built = True
 
     def call(self, inputs, **kwargs):
-        token = tile_repeat_pad.tile(self.token, (inputs.shape[0], 1, 1))
-        try:
-            return merge.concatenate([token, inputs], axis=1)
-        finally:
-            token.dispose()
+        return ownership.tidy.run(lambda: merge.concatenate(
+            [tile_repeat_pad.tile(self.token, (inputs.shape[0], 1, 1)), inputs], axis=1))
 
 
 class ViTEncoderBlock(TransformerEncoder):

@@ -4,6 +4,7 @@ channels-last-only paths do), and running 1D layers as 2D over a single row."""
 from __future__ import annotations
 
 from ..ops import layout
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, view
 from .base import Layer
 
@@ -34,15 +35,14 @@ def pair_tuple(value, n: int) -> tuple[tuple[int, int], ...]:
 
 
 def as_rows(x: Tensor) -> Tensor:
-    """[batch, steps, channels] seen as [batch, 1, steps, channels] (a view: dispose it)."""
+    """[batch, steps, channels] seen as [batch, 1, steps, channels] (a view)."""
     return view(x, (x.shape[0], 1, x.shape[1], x.shape[2]))
 
 
 def from_rows(y: Tensor) -> Tensor:
-    """[batch, 1, steps, channels] -> [batch, steps, channels]; disposes y (the view keeps the data)."""
-    out = view(y, (y.shape[0], y.shape[2], y.shape[3]))
-    y.dispose()
-    return out
+    """[batch, 1, steps, channels] -> [batch, steps, channels] (a view: the caller's tidy scope
+    frees y, the view keeps the data)."""
+    return view(y, (y.shape[0], y.shape[2], y.shape[3]))
 
 
 class SpatialLayer(Layer):
@@ -66,11 +66,7 @@ class SpatialLayer(Layer):
         """Run op(x4d) -> y4d, with 1D inputs seen as one row."""
         if self.spatial_rank == 2:
             return op(x)
-        rows = as_rows(x)
-        try:
-            return from_rows(op(rows))
-        finally:
-            rows.dispose()
+        return ownership.tidy.run(lambda: from_rows(op(as_rows(x))))
 
     def check_rank(self, shape) -> None:
         if len(shape) != self.spatial_rank + 2:
@@ -97,17 +93,13 @@ class SpatialLayer(Layer):
         self.check_rank(inputs.shape)
         if not self.channels_first:
             return self.channels_last_call(inputs)
-        moved = layout.transpose(inputs, self._last_perm())
-        try:
-            result = self.channels_last_call(moved)
-        finally:
-            moved.dispose()
-        if not self.moves_channels_back:
-            return result
-        try:
+
+        def compute():
+            result = self.channels_last_call(layout.transpose(inputs, self._last_perm()))
+            if not self.moves_channels_back:
+                return result
             return layout.transpose(result, self._first_perm())
-        finally:
-            result.dispose()
+        return ownership.tidy.run(compute)
 
     def channels_last_shape(self, shape):
         raise NotImplementedError

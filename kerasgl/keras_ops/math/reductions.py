@@ -120,14 +120,10 @@ class CDistOp(OpNode):
 
     def run(self, bound):
         x, y = bound["x"], bound["y"]
-        rows = layout.reshape(x, x.shape[:-1] + (1, x.shape[-1]))
-        cols = layout.reshape(y, y.shape[:-2] + (1,) + y.shape[-2:])
-        diff = elementwise.binary("sub", rows, cols)
-        squared = elementwise.unary("square", diff)
-        diff.dispose()
-        total = reduce.reduce("sum", squared, axis=-1)
-        squared.dispose()
-        try:
-            return elementwise.unary("sqrt", total)
-        finally:
-            total.dispose()
+
+        def compute():
+            rows = layout.reshape(x, x.shape[:-1] + (1, x.shape[-1]))
+            cols = layout.reshape(y, y.shape[:-2] + (1,) + y.shape[-2:])
+            squared = elementwise.unary("square", elementwise.binary("sub", rows, cols))
+            return elementwise.unary("sqrt", reduce.reduce("sum", squared, axis=-1))
+        return ownership.tidy.run(compute)

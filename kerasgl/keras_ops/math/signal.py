@@ -147,11 +147,8 @@ class RFFTOp(_SignalOp):
 
     def run(self, bound):
         x = bound["x"]
-        y = matmul.matmul(x, self.kernel(*self.sizes(x.shape)))
-        try:
-            return _split(y)
-        finally:
-            y.dispose()
+        kernel = self.kernel(*self.sizes(x.shape))
+        return ownership.tidy.run(lambda: _split(matmul.matmul(x, kernel)))
 
 
 @register_op("IRFFT")

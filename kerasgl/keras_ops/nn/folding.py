@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops import conv_general, layout, spatial
+from ...tensors import ownership
 from ..node import OpNode, _shape, register_op
 
 
@@ -68,22 +69,16 @@ class UnfoldOp(_FoldingOp):
         x = bound["x"]
         (kh, kw), d, (ph, pw), s = self.geometry()
         n, c = x.shape[:2]
-        image = layout.transpose(x, (0, 2, 3, 1))
-        if ph or pw:
-            padded = spatial.pad_crop2d(image, (ph, ph), (pw, pw))
-            image.dispose()
-            image = padded
         kernel = self.kernel(c, (kh, kw, c, kh * kw), lambda i, j, ch, m: m == i * kw + j)
-        try:
+
+        def compute():
+            image = layout.transpose(x, (0, 2, 3, 1))
+            if ph or pw:
+                image = spatial.pad_crop2d(image, (ph, ph), (pw, pw))
             blocks = conv_general.depthwise_conv(image, kernel, strides=s, padding="valid",
                                                  dilation=d)
-        finally:
-            image.dispose()
-        flat = layout.reshape(blocks, (n, -1, c * kh * kw))
-        try:
-            return layout.transpose(flat, (0, 2, 1))
-        finally:
-            blocks.dispose()
+            return layout.transpose(layout.reshape(blocks, (n, -1, c * kh * kw)), (0, 2, 1))
+        return ownership.tidy.run(compute)
 
 
 @register_op("Fold")
@@ -114,20 +109,14 @@ class FoldOp(_FoldingOp):
         c, (oh, ow), (nh, nw) = self.sizes(x.shape)
         (kh, kw), d, (ph, pw), s = self.geometry()
         k = kh * kw
-        grid = layout.reshape(x, (x.shape[0], c * k, nh, nw))
-        image = layout.transpose(grid, (0, 2, 3, 1))
         kernel = self.kernel(c, (kh, kw, c, c * k), lambda i, j, ch, m: m == ch * k + i * kw + j)
-        try:
+
+        def compute():
+            grid = layout.reshape(x, (x.shape[0], c * k, nh, nw))
+            image = layout.transpose(grid, (0, 2, 3, 1))
             summed = conv_general.conv_transpose(image, kernel, strides=s, padding="valid",
                                                  dilation=d)
-        finally:
-            image.dispose()
-        full_h, full_w = summed.shape[1:3]
-        try:
+            full_h, full_w = summed.shape[1:3]
             cropped = spatial.pad_crop2d(summed, (-ph, oh + ph - full_h), (-pw, ow + pw - full_w))
-        finally:
-            summed.dispose()
-        try:
             return layout.transpose(cropped, (0, 3, 1, 2))
-        finally:
-            cropped.dispose()
+        return ownership.tidy.run(compute)

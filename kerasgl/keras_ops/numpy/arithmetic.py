@@ -13,6 +13,7 @@ from ...layers.activation_functions import Pointwise
 from ...layers.typed_shapes import binary_result
 from ...ops import elementwise
 from ...ops import typed as typed_ops
+from ...tensors import ownership
 from ..node import BroadcastingOp, OpNode, checked_operand, register_op
 
 # -------------------------------------------------------------------------------------------------
@@ -59,14 +60,10 @@ class BinaryOp(BroadcastingOp):
 
     def run_float(self, bound, epilogue=None):
         """binary.comp on the operands as float32 (converted copies freed after)."""
-        (a, made_a), (b, made_b) = typed_ops.as_float(bound["x1"]), typed_ops.as_float(bound["x2"])
-        try:
-            op = _BINARY[self.class_name]
-            return elementwise.binary(_FLOAT_NAMES.get(op, op), a, b, epilogue)
-        finally:
-            for made in (made_a, made_b):
-                if made is not None:
-                    made.dispose()
+        op = _BINARY[self.class_name]
+        return ownership.tidy.run(lambda: elementwise.binary(
+            _FLOAT_NAMES.get(op, op), typed_ops.as_float(bound["x1"])[0],
+            typed_ops.as_float(bound["x2"])[0], epilogue))
 
 
 class BinaryOpWithActivation(BinaryOp):
@@ -101,19 +98,16 @@ class BinaryOpWithActivation(BinaryOp):
         if how == "float":
             return self.run_float(bound, self.epilogue)
         out_dtype = self.result_dtype(bound, set())
-        value = typed_ops.binary(how, bound["x1"], bound["x2"], dtype)
-        if out_dtype == "float32":             # exp / log / sqrt / tanh of an int32 or bool
-            try:
+
+        def compute():
+            value = typed_ops.binary(how, bound["x1"], bound["x2"], dtype)
+            if out_dtype == "float32":             # exp / log / sqrt / tanh of an int32 or bool
                 return UnaryOp.run_on(self.epilogue, value)
-            finally:
-                value.dispose()
-        op = self._INT_EPILOGUES[self.epilogue.function]
-        try:
+            op = self._INT_EPILOGUES[self.epilogue.function]
             if op == "relu":
                 return typed_ops.binary("maximum", value, 0, "int32")
             return typed_ops.unary(op, value, "int32")
-        finally:
-            value.dispose()
+        return ownership.tidy.run(compute)
 
 
 # Unary operations whose result of an int32 / bool argument is float32 in Keras.
@@ -157,13 +151,8 @@ class UnaryOp(OpNode):
     @staticmethod
     def run_on(pointwise, x):
         """The activations.glsl function of `pointwise` on x as float32 (converted first)."""
-        x, made = typed_ops.as_float(x)
-        try:
-            return elementwise.unary(pointwise.function.removeprefix("act_"), x,
-                                     *pointwise.params)
-        finally:
-            if made is not None:
-                made.dispose()
+        return ownership.tidy.run(lambda: elementwise.unary(
+            pointwise.function.removeprefix("act_"), typed_ops.as_float(x)[0], *pointwise.params))
 
     def as_pointwise(self, args, kwargs):
         """A subclass whose run computes anything else overrides this (None)."""
@@ -185,8 +174,6 @@ class ClipOp(OpNode):
     shaders = ("binary.comp",)
 
     def run(self, bound):
-        low = elementwise.maximum(bound["x"], float(self.opt(bound, "x_min")))
-        try:
-            return elementwise.minimum(low, float(self.opt(bound, "x_max")))
-        finally:
-            low.dispose()
+        x_min, x_max = float(self.opt(bound, "x_min")), float(self.opt(bound, "x_max"))
+        return ownership.tidy.run(
+            lambda: elementwise.minimum(elementwise.maximum(bound["x"], x_min), x_max))

@@ -85,8 +85,9 @@ class BitwiseInvertOp(OpNode):
 
 
 def _as_float(value):
-    """(float32 operand, made or None): an int32 / bool tensor converted, a number as a float."""
-    return typed_ops.as_float(value)
+    """A float32 operand: an int32 / bool tensor converted (a new tensor, the caller's tidy scope
+    frees it), a number as a float."""
+    return typed_ops.as_float(value)[0]
 
 
 @register_op("Isclose")
@@ -107,13 +108,10 @@ class IscloseOp(BroadcastingOp):
         return "bool"
 
     def run(self, bound):
-        (a, made_a), (b, made_b) = _as_float(bound["x1"]), _as_float(bound["x2"])
-        try:
-            return bitwise.binary("isclose", a, b, "bool", rtol=self.opt(bound, "rtol", 1e-5),
-                                  atol=self.opt(bound, "atol", 1e-8),
-                                  equal_nan=self.options.get("equal_nan", False))
-        finally:
-            ownership.dispose((made_a, made_b))
+        return ownership.tidy.run(lambda: bitwise.binary(
+            "isclose", _as_float(bound["x1"]), _as_float(bound["x2"]), "bool",
+            rtol=self.opt(bound, "rtol", 1e-5), atol=self.opt(bound, "atol", 1e-8),
+            equal_nan=self.options.get("equal_nan", False)))
 
 
 @register_op("Angle")
@@ -127,11 +125,8 @@ class AngleOp(OpNode):
         return "float32"
 
     def run(self, bound):
-        x, made = _as_float(bound["x"])
-        try:
-            return bitwise.binary("angle", x, 0.0, "float32")
-        finally:
-            ownership.dispose((made,))
+        return ownership.tidy.run(
+            lambda: bitwise.binary("angle", _as_float(bound["x"]), 0.0, "float32"))
 
 
 @register_op("Isreal")
@@ -145,11 +140,8 @@ class IsrealOp(OpNode):
         return "bool"
 
     def run(self, bound):
-        words = creation.fill(bound["x"].shape, 1, "int32")
-        try:
-            return retag(words, "bool")
-        finally:
-            words.dispose()
+        return ownership.tidy.run(
+            lambda: retag(creation.fill(bound["x"].shape, 1, "int32"), "bool"))
 
 
 @register_op("Array")
@@ -202,47 +194,36 @@ class IsInOp(OpNode):
     def run(self, bound):
         x, invert = bound["x1"], bool(self.options.get("invert", False))
         values = self.elements(bound)
-        if values is None and bound["x2"].size:
-            found = self.any_equal(x, bound["x2"])
-        elif not values:                   # no test elements: nothing is in them
-            words = creation.fill(x.shape, 1 if invert else 0, "int32")
-            try:
-                return retag(words, "bool")
-            finally:
-                words.dispose()
-        else:
-            found = None
-            for v in values:
-                v = float(v) if isinstance(v, float) or x.dtype == "float32" else v
-                hit = typed_ops.binary("eq", x, v, "bool")
-                if found is not None:
-                    merged = typed_ops.binary("or", found, hit, "bool")
-                    ownership.dispose((found, hit))
-                    hit = merged
-                found = hit
-        if not invert:
-            return found
-        try:
-            return typed_ops.unary("int_not", found, "bool")
-        finally:
-            ownership.dispose((found,))
+
+        def compute():
+            if values is None and bound["x2"].size:
+                found = self.any_equal(x, bound["x2"])
+            elif not values:                   # no test elements: nothing is in them
+                return retag(creation.fill(x.shape, 1 if invert else 0, "int32"), "bool")
+            else:
+                found = None
+                for v in values:
+                    v = float(v) if isinstance(v, float) or x.dtype == "float32" else v
+                    hit = typed_ops.binary("eq", x, v, "bool")
+                    if found is not None:
+                        merged = typed_ops.binary("or", found, hit, "bool")
+                        # Freed at once: one running result, not two tensors per element.
+                        ownership.dispose((found, hit))
+                        hit = merged
+                    found = hit
+            return typed_ops.unary("int_not", found, "bool") if invert else found
+        return ownership.tidy.run(compute)
 
     @staticmethod
     def any_equal(x, elements):
         """Whether each element of x equals any of the tensor `elements` (bool)."""
-        column = layout.reshape(x, tuple(x.shape) + (1,))
-        flat = layout.reshape(elements, (elements.size,))
-        hits = typed_ops.binary("eq", column, flat, "bool")
-        as_float = typed_ops.convert(hits, "float32")
-        ownership.dispose((hits,))
-        try:
-            any_hit = reduce.reduce("max", as_float, axis=-1)
-        finally:
-            ownership.dispose((as_float,))
-        try:
+        def compute():
+            column = layout.reshape(x, tuple(x.shape) + (1,))
+            flat = layout.reshape(elements, (elements.size,))
+            hits = typed_ops.binary("eq", column, flat, "bool")
+            any_hit = reduce.reduce("max", typed_ops.convert(hits, "float32"), axis=-1)
             return typed_ops.convert(any_hit, "bool")
-        finally:
-            ownership.dispose((any_hit,))
+        return ownership.tidy.run(compute)
 
 
 @register_op("UnravelIndex")
@@ -274,17 +255,15 @@ class UnravelIndexOp(OpNode):
     def run(self, bound):
         dims = self.dims()
         size = math.prod(dims)
-        low = typed_ops.binary("maximum", bound["indices"], -size, "int32")
-        high = typed_ops.binary("minimum", low, size - 1, "int32")
-        flat = typed_ops.binary("mod", high, size, "int32")
-        ownership.dispose((low, high))
-        outputs, stride = [], size
-        try:
+
+        def compute():
+            low = typed_ops.binary("maximum", bound["indices"], -size, "int32")
+            high = typed_ops.binary("minimum", low, size - 1, "int32")
+            flat = typed_ops.binary("mod", high, size, "int32")
+            outputs, stride = [], size
             for d in dims:
                 stride //= d
                 quotient = typed_ops.binary("floordiv", flat, stride, "int32")
                 outputs.append(typed_ops.binary("mod", quotient, d, "int32"))
-                quotient.dispose()
-        finally:
-            flat.dispose()
-        return outputs
+            return outputs
+        return ownership.tidy.run(compute)

@@ -15,6 +15,7 @@ from ...ops import elementwise
 from ...ops.arg_ops import cast
 from ...ops.math_extra import math_extra
 from ...ops.math_unary import math_unary
+from ...tensors import ownership
 from ..node import BroadcastingOp, OpNode, _shape, register_op
 
 # Operation class -> function of shaders/math_extra.comp (without the fn_ prefix).
@@ -43,11 +44,11 @@ def _refuse_int_result(node: OpNode, *arguments) -> None:
 
 
 def _as_float32(value):
-    """(value as float32, the converted copy to dispose or None): int32 tensors are cast."""
+    """value as float32: an int32 tensor is cast (a new tensor, the caller's tidy scope frees
+    it)."""
     if getattr(value, "dtype", "float32") == "float32":
-        return value, None
-    converted = cast(value, "float32")
-    return converted, converted
+        return value
+    return cast(value, "float32")
 
 
 @register_op(*_EXTRA)
@@ -80,12 +81,9 @@ class MathExtraOp(OpNode):
         return super().output_shape(bound)
 
     def run(self, bound):
-        x, made = _as_float32(bound["x"])
-        try:
-            return math_extra(_EXTRA[self.class_name], x, *self.parameters())
-        finally:
-            if made is not None:
-                made.dispose()
+        x = bound["x"]
+        return ownership.tidy.run(lambda: math_extra(_EXTRA[self.class_name], _as_float32(x),
+                                                     *self.parameters()))
 
 
 # Operation class -> binary function of shaders/math_extra.glsl (without the binary_ prefix).
@@ -107,13 +105,8 @@ class BinaryExtraOp(BroadcastingOp):
         return super().output_shape(bound)
 
     def run(self, bound):
-        (x1, made1), (x2, made2) = _as_float32(bound["x1"]), _as_float32(bound["x2"])
-        try:
-            return elementwise.binary(_EXTRA_BINARY[self.class_name], x1, x2)
-        finally:
-            for made in (made1, made2):
-                if made is not None:
-                    made.dispose()
+        return ownership.tidy.run(lambda: elementwise.binary(
+            _EXTRA_BINARY[self.class_name], _as_float32(bound["x1"]), _as_float32(bound["x2"])))
 
 
 @register_op("Ldexp")
@@ -131,11 +124,7 @@ class LdexpOp(BroadcastingOp):
         x1, x2 = bound["x1"], bound["x2"]
         if not hasattr(x2, "dtype"):
             return elementwise.binary("ldexp", x1, float(x2))
-        exponents = cast(x2, "float32")
-        try:
-            return elementwise.binary("ldexp", x1, exponents)
-        finally:
-            exponents.dispose()
+        return ownership.tidy.run(lambda: elementwise.binary("ldexp", x1, cast(x2, "float32")))
 
 
 # Operation class -> function of shaders/math_unary.comp (without the math_ prefix).

@@ -47,11 +47,8 @@ class StackOp(OpNode):
     def run(self, bound):
         xs = list(bound["x"])
         axis = self.position(bound, xs[0].ndim)
-        views = [layout.reshape(x, x.shape[:axis] + (1,) + x.shape[axis:]) for x in xs]
-        try:
-            return merge.concatenate(views, axis)
-        finally:
-            ownership.dispose(views)
+        return ownership.tidy.run(lambda: merge.concatenate(
+            [layout.reshape(x, x.shape[:axis] + (1,) + x.shape[axis:]) for x in xs], axis))
 
 
 @register_op("Split")
@@ -134,11 +131,7 @@ class TileOp(OpNode):
     def run(self, bound):
         x = bound["x"]
         shape, reps = self.plan(bound, x.shape)
-        source = layout.reshape(x, shape)
-        try:
-            return tile_repeat_pad.tile(source, reps)
-        finally:
-            source.dispose()
+        return ownership.tidy.run(lambda: tile_repeat_pad.tile(layout.reshape(x, shape), reps))
 
 
 @register_op("Repeat")
@@ -169,11 +162,8 @@ class RepeatOp(OpNode):
         x, repeats, axis = bound["x"], self.count(bound), self.opt(bound, "axis")
         if axis is not None:
             return tile_repeat_pad.repeat(x, repeats, axis)
-        flat = layout.reshape(x, (x.size,))
-        try:
-            return tile_repeat_pad.repeat(flat, repeats, 0)
-        finally:
-            flat.dispose()
+        return ownership.tidy.run(
+            lambda: tile_repeat_pad.repeat(layout.reshape(x, (x.size,)), repeats, 0))
 
 
 @register_op("Pad")
@@ -261,19 +251,9 @@ class ConcatenateOp(OpNode):
     def run(self, bound):
         xs = list(bound["xs"])
         dtype = promote(*(x.dtype for x in xs))
-        made = []
-        try:
-            for i, x in enumerate(xs):
-                xs[i], new = typed_ops.as_float(x)
-                if new is not None:
-                    made.append(new)
-            joined = merge.concatenate(xs, int(self.opt(bound, "axis", 0)))
-        finally:
-            for tensor in made:
-                tensor.dispose()
-        if dtype == "float32":
-            return joined
-        try:
-            return typed_ops.convert(joined, dtype)
-        finally:
-            joined.dispose()
+        axis = int(self.opt(bound, "axis", 0))
+
+        def compute():
+            joined = merge.concatenate([typed_ops.as_float(x)[0] for x in xs], axis)
+            return joined if dtype == "float32" else typed_ops.convert(joined, dtype)
+        return ownership.tidy.run(compute)

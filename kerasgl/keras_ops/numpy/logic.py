@@ -11,6 +11,7 @@ from __future__ import annotations
 from ...layers.typed_shapes import promote
 from ...ops import creation
 from ...ops import typed as typed_ops
+from ...tensors import ownership
 from ...tensors.tensor import retag
 from ..node import (TYPED_FORMS, BroadcastingOp, OpNode, _shape, broadcast_dims, checked_operand,
                     register_op)
@@ -120,11 +121,8 @@ class ClassifyOp(OpNode):
         op = _CLASSIFY[self.class_name][("float32", "int32", "bool").index(x.dtype)]
         if op is not None:
             return typed_ops.unary(op, x, "bool")
-        words = creation.fill(x.shape, 1 if self.class_name == "Isfinite" else 0, "int32")
-        try:
-            return retag(words, "bool")
-        finally:
-            words.dispose()
+        value = 1 if self.class_name == "Isfinite" else 0
+        return ownership.tidy.run(lambda: retag(creation.fill(x.shape, value, "int32"), "bool"))
 
 
 # Operation class -> its typed_unary.comp op on int32; on bool: "copy" (the same values), the

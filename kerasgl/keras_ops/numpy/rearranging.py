@@ -22,6 +22,7 @@ import numpy as np
 
 from ...errors import UnsupportedLayerError
 from ...ops import word_gather
+from ...tensors import ownership
 from ...tensors.tensor import Tensor, tensor
 from ..node import OpNode, Symbolic, register_op
 
@@ -169,10 +170,12 @@ class IndexMapOp(OpNode):
 
     # -- running -----------------------------------------------------------------------------------
     def _entry(self, bound, shapes, batched: bool):
+        """(maps, output shapes, several): cached per shape up to _MAX_CACHED_SHAPES; past that,
+        maps made for this call only (the caller's tidy scope frees them)."""
         key = (batched, tuple(s[1:] if batched else s for s in shapes))
         entry = self._maps.get(key)
         if entry is not None:
-            return entry, False
+            return entry
         concrete = [(1,) + s[1:] for s in shapes] if batched else shapes
         outs, several, _ = self.evaluate(bound, concrete, batched, 1)
         keep = len(self._maps) < _MAX_CACHED_SHAPES
@@ -184,29 +187,24 @@ class IndexMapOp(OpNode):
         entry = (maps, [out.shape[1:] if batched else out.shape for out in outs], several)
         if keep:
             self._maps[key] = entry
-        return entry, not keep
+        return entry
 
     def run(self, bound):
         leaves = self.data_leaves(bound)
         shapes = [tuple(t.shape) for t in leaves]
         batched = self._batched and all(len(s) and s[0] == shapes[0][0] for s in shapes)
         rows = shapes[0][0] if batched else 1
-        (maps, out_shapes, several), temporary = self._entry(bound, shapes, batched)
-        dtype = leaves[0].dtype
-        target = self.word_dtype(dtype)
+        target = self.word_dtype(leaves[0].dtype)
         fill = word_gather.fill_bits(self.fill_value(bound, target), target)
-        source = leaves[0] if len(leaves) == 1 else word_gather.side_by_side(leaves, rows)
-        try:
+
+        def compute():
+            maps, out_shapes, several = self._entry(bound, shapes, batched)
+            source = leaves[0] if len(leaves) == 1 else word_gather.side_by_side(leaves, rows)
             outs = [word_gather.gather_map(source, m, ((rows,) + tuple(s)) if batched else s,
                                             rows, fill, target)
                     for m, s in zip(maps, out_shapes)]
-        finally:
-            if source is not leaves[0]:
-                source.dispose()
-            if temporary:
-                for m in maps:
-                    m.dispose()
-        return outs if several else outs[0]
+            return outs if several else outs[0]
+        return ownership.tidy.run(compute)
 
     def dispose(self) -> None:
         self._maps.clear()

@@ -45,18 +45,11 @@ class ReduceOp(OpNode):
         keepdims = bool(self.opt(bound, "keepdims", False))
         if x.dtype != "float32" and op != "mean" and out_dtype in ("int32", "bool"):
             return reduce.reduce_words(op, x, axis, keepdims, out_dtype)
-        source, made = typed_ops.as_float(x)
-        try:
-            result = reduce.reduce(op, source, axis, bool(self.opt(bound, "keepdims", False)))
-        finally:
-            if made is not None:
-                made.dispose()
-        if out_dtype == "float32":
-            return result
-        try:
-            return typed_ops.convert(result, out_dtype)
-        finally:
-            result.dispose()
+
+        def compute():
+            result = reduce.reduce(op, typed_ops.as_float(x)[0], axis, keepdims)
+            return result if out_dtype == "float32" else typed_ops.convert(result, out_dtype)
+        return ownership.tidy.run(compute)
 
     def output_shape(self, bound):
         shape = _shape(bound["x"])
@@ -83,12 +76,10 @@ class AnyAllOp(ReduceOp):
 
     def run(self, bound):
         x = bound["x"]
-        truth = typed.unary("float_truth_as_float" if x.dtype == "float32" else
-                            "int_truth_as_float", x, "float32")
-        try:
-            return self.reduced("max" if self.class_name == "Any" else "min", truth, bound, "bool")
-        finally:
-            truth.dispose()
+        truth = "float_truth_as_float" if x.dtype == "float32" else "int_truth_as_float"
+        extreme = "max" if self.class_name == "Any" else "min"
+        return ownership.tidy.run(
+            lambda: self.reduced(extreme, typed.unary(truth, x, "float32"), bound, "bool"))
 
 
 @register_op("Argmax", "Argmin")
@@ -115,18 +106,13 @@ class ArgReduceOp(OpNode):
         x, axis = bound["x"], self.opt(bound, "axis")
         smallest = self.class_name == "Argmin"
         out_shape = self.output_shape({**bound, "x": Symbolic(tuple(x.shape))})
-        source, made = typed.as_float(x)
-        try:
-            found = arg_reduce(source, axis, smallest)
-        finally:
-            if made is not None:
-                made.dispose()
-        if tuple(found.shape) == tuple(out_shape):
-            return found
-        try:
+
+        def compute():
+            found = arg_reduce(typed.as_float(x)[0], axis, smallest)
+            if tuple(found.shape) == tuple(out_shape):
+                return found
             return layout.reshape(found, out_shape)
-        finally:
-            found.dispose()
+        return ownership.tidy.run(compute)
 
 
 def _keepdims_axis(axis):
@@ -177,8 +163,4 @@ class CumulativeOp(OpNode):
         product = self.class_name == "Cumprod"
         if axis is not None:
             return cumulative(x, axis, product)
-        flat = layout.reshape(x, (x.size,))
-        try:
-            return cumulative(flat, 0, product)
-        finally:
-            flat.dispose()
+        return ownership.tidy.run(lambda: cumulative(layout.reshape(x, (x.size,)), 0, product))

@@ -19,6 +19,7 @@ from ...ops import creation, layout, reduce
 from ...ops import typed as typed_ops
 from ...ops import word_gather
 from ...ops.creation import fill as fill_tensor
+from ...tensors import ownership
 from ...tensors.tensor import Tensor, retag
 from ..node import OpNode, Symbolic, _shape, broadcast_dims, checked_operand, register_op
 from .rearranging import ACROSS_BATCH, IndexMapOp
@@ -122,11 +123,8 @@ class TakeOp(_TakeBase):
         x, axis = bound["x"], self.opt(bound, "axis")
         if axis is not None:
             return word_gather.take(x, bound["indices"], axis)
-        flat = layout.reshape(x, (x.size,))
-        try:
-            return word_gather.take(flat, bound["indices"], 0)
-        finally:
-            flat.dispose()
+        return ownership.tidy.run(
+            lambda: word_gather.take(layout.reshape(x, (x.size,)), bound["indices"], 0))
 
 
 @register_op("TakeAlongAxis")
@@ -178,13 +176,12 @@ class TraceOp(IndexMapOp):
         return super().output_shape(bound)[:-1]
 
     def run(self, bound):
-        diagonal = super().run(bound)
-        try:
+        def compute():
+            diagonal = IndexMapOp.run(self, bound)
             if diagonal.shape[-1] == 0:
                 return fill_tensor(diagonal.shape[:-1], 0.0)
             return reduce.reduce("sum", diagonal, -1, False)
-        finally:
-            diagonal.dispose()
+        return ownership.tidy.run(compute)
 
 
 @register_op("Imag")
@@ -323,13 +320,13 @@ class SelectOp(OpNode):
     def run(self, bound):
         conds, choices, default = self.lists(bound)
         dtype = promote(*[typed_ops.dtype_of_operand(v) for v in choices + [default]])
-        result = default
-        for cond, choice in reversed(list(zip(conds, choices))):
-            previous = result
-            result = typed_ops.where(cond, choice, previous, dtype)
-            if previous is not default:
-                previous.dispose()
-        return result
+
+        def compute():
+            result = default
+            for cond, choice in reversed(list(zip(conds, choices))):
+                result = typed_ops.where(cond, choice, result, dtype)
+            return result
+        return ownership.tidy.run(compute)
 
 
 @register_op("ZerosLike", "OnesLike")
@@ -352,11 +349,7 @@ class FillLikeOp(OpNode):
         value = 0 if self.class_name == "ZerosLike" else 1
         if dtype != "bool":
             return creation.fill(x.shape, value, dtype)
-        words = creation.fill(x.shape, value, "int32")
-        try:
-            return retag(words, "bool")
-        finally:
-            words.dispose()
+        return ownership.tidy.run(lambda: retag(creation.fill(x.shape, value, "int32"), "bool"))
 
 
 refuse_ops({

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops import elementwise, normalization
+from ...tensors import ownership
 from ..base import Layer, register
 
 
@@ -76,8 +77,5 @@ class CustomScaleLayer(Layer):
         x, residual = inputs
         self.compute_output_shape([x.shape, residual.shape])
         # Keras's order of operations: the product, rounded, then the sum.
-        scaled = elementwise.mul(residual, self.scale)
-        try:
-            return elementwise.binary("add", x, scaled, self.epilogue)
-        finally:
-            scaled.dispose()
+        return ownership.tidy.run(lambda: elementwise.binary(
+            "add", x, elementwise.mul(residual, self.scale), self.epilogue))

@@ -79,12 +79,11 @@ class _BaseDenseAttention(Layer):
         causal = bool(use_causal_mask) or self.config_causal
         G = math.prod(q.shape[:-2])
         Tq, Tv = q.shape[-2], v.shape[-2]
-        temporaries = []
-        try:
+
+        def compute():
             qc = view(q, (G, Tq, 1, q.shape[-1]))
             kc = view(k, (G, Tv, 1, k.shape[-1]))
             vc = view(v, (G, Tv, 1, v.shape[-1]))
-            temporaries += [qc, kc, vc]
             scores_mask = None
             if v_mask is not None:
                 if v_mask.shape != v.shape[:-1]:
@@ -95,7 +94,6 @@ class _BaseDenseAttention(Layer):
                     raise self.unsupported(f"a value mask with inputs of rank {q.ndim} (Keras "
                                            "broadcasts it against other axes there)")
                 scores_mask = view(v_mask, (G, 1, 1, Tv))
-                temporaries.append(scores_mask)
             row_mask = None
             if q_mask is not None:
                 if q_mask.shape != q.shape[:-1]:
@@ -103,19 +101,15 @@ class _BaseDenseAttention(Layer):
                         f"query mask of shape {list(q_mask.shape)} does not match query of shape "
                         f"{list(q.shape)}.")
                 row_mask = view(q_mask, (G, Tq))
-                temporaries.append(row_mask)
             weights = attn_ops.attention_weights(
                 qc, kc, mask=scores_mask, causal=causal, mask_mode="subtract",
                 mask_fill=SUBTRACTED_MASK, zero_masked=False, **self.score_options())
-            temporaries.append(weights)
             combined = attn_ops.attention_combine(weights, vc, row_mask=row_mask)
-            temporaries.append(combined)
             output = view(combined, q.shape[:-1] + (v.shape[-1],))
             if return_attention_scores:
                 return [output, view(weights, q.shape[:-1] + (Tv,))]
             return output
-        finally:
-            ownership.dispose(temporaries[::-1])
+        return ownership.tidy.run(compute)
 
 
 @register("Attention")

@@ -44,10 +44,10 @@ def _broadcast(*shapes):
         return None
 
 
-def _merge_masks(layer: Layer, masks: list, temporaries: list):
+def _merge_masks(layer: Layer, masks: list):
     """AND of the masks (each a Tensor broadcastable to the others), as one tensor. A single mask
     is returned as it is; several are merged on the GPU into a float32 tensor of their broadcast
-    shape (added to `temporaries`)."""
+    shape (the caller's tidy scope frees the steps)."""
     masks = [m for m in masks if m is not None]
     if not masks:
         return None
@@ -58,14 +58,12 @@ def _merge_masks(layer: Layer, masks: list, temporaries: list):
         raise layer.shape_error(f"masks of shapes {[list(m.shape) for m in masks]} do not "
                                 "broadcast together.")
     merged = attn_ops.mask_and(masks[0], masks[1], shape)
-    temporaries.append(merged)
     for extra in masks[2:]:
         merged = attn_ops.mask_and(merged, extra, shape)
-        temporaries.append(merged)
     return merged
 
 
-def _mask_as_gnts(layer: Layer, mask: Tensor, scores_shape, groups, temporaries: list) -> Tensor:
+def _mask_as_gnts(layer: Layer, mask: Tensor, scores_shape, groups) -> Tensor:
     """A mask broadcastable to Keras's score shape, seen as broadcastable to the kernel's
     (G, N, T, S): `groups` lists, for G, N, T and S, the score axes each one folds. When the mask
     varies along only some axes of one group it cannot be folded, and is broadcast in full."""
@@ -81,15 +79,9 @@ def _mask_as_gnts(layer: Layer, mask: Tensor, scores_shape, groups, temporaries:
         varying = [padded[a] != 1 for a in axes if scores_shape[a] != 1]
         if any(varying) and not all(varying):
             full = attn_ops.mask_and(mask, None, scores_shape)
-            temporaries.append(full)
-            target = tuple(math.prod(scores_shape[a] for a in axes) for axes in groups)
-            folded_view = view(full, target)
-            temporaries.append(folded_view)
-            return folded_view
+            return view(full, tuple(math.prod(scores_shape[a] for a in axes) for axes in groups))
         folded.append(math.prod(padded[a] for a in axes))
-    folded_view = view(mask, folded)
-    temporaries.append(folded_view)
-    return folded_view
+    return view(mask, folded)
 
 
 def _causal_numpy(q_len: int, v_len: int, window: int | None, causal: bool) -> np.ndarray:
@@ -250,28 +242,24 @@ class MultiHeadAttention(Layer):
                                        f"{d}. Received query {query} and value {value}.")
 
     # -- call ----------------------------------------------------------------------------------
-    def _project(self, name: str, x: Tensor, heads_dim: int, temporaries: list,
+    # The helpers below run inside the caller's tidy scope (call, call_with_cache), which frees
+    # every tensor they make but the result.
+    def _project(self, name: str, x: Tensor, heads_dim: int,
                  activation: str | None = None) -> Tensor:
         kernel, bias = self.gpu[name]
         flat = matmul.dense(x, kernel, bias, activation)
-        temporaries.append(flat)
-        out = view(flat, x.shape[:-1] + (self.num_heads, heads_dim))
-        temporaries.append(out)
-        return out
+        return view(flat, x.shape[:-1] + (self.num_heads, heads_dim))
 
     @staticmethod
-    def _canonical(x: Tensor, perm: tuple, batch_len: int, temporaries: list) -> Tensor:
+    def _canonical(x: Tensor, perm: tuple, batch_len: int) -> Tensor:
         """(B, d.., N, H) -> (G, T, N, H) with the batch-like axes first and the attention axes
         next (a view when they already are)."""
         if perm != tuple(range(x.ndim)):
             x = layout.transpose(x, perm)
-            temporaries.append(x)
         shape = x.shape
         g = math.prod(shape[:batch_len])
         t = math.prod(shape[batch_len:-2])
-        out = view(x, (g, t) + tuple(shape[-2:]))
-        temporaries.append(out)
-        return out
+        return view(x, (g, t) + tuple(shape[-2:]))
 
     def call(self, query, value, key=None, query_mask=None, value_mask=None, key_mask=None,
              attention_mask=None, return_attention_scores=False, training=None,
@@ -287,36 +275,29 @@ class MultiHeadAttention(Layer):
         nb, na = len(batch_axes), len(axes)
         groups = (tuple(range(nb)), (nb,), tuple(range(nb + 1, nb + 1 + na)),
                   tuple(range(nb + 1 + na, nb + 1 + 2 * na)))
-        temporaries = []
-        try:
+
+        def compute():
             mask, causal_in_kernel, window_in_kernel = self._attention_mask(
                 query, value, query_mask, value_mask, key_mask,
-                attention_mask, use_causal_mask, axes, scores_shape, groups, temporaries)
-            q = self._canonical(self._project("query", query, self.key_dim, temporaries),
-                                perm, nb, temporaries)
-            k = self._canonical(self._project("key", key, self.key_dim, temporaries),
-                                perm, nb, temporaries)
-            v = self._canonical(self._project("value", value, self.value_dim, temporaries),
-                                perm, nb, temporaries)
+                attention_mask, use_causal_mask, axes, scores_shape, groups)
+            q = self._canonical(self._project("query", query, self.key_dim), perm, nb)
+            k = self._canonical(self._project("key", key, self.key_dim), perm, nb)
+            v = self._canonical(self._project("value", value, self.value_dim), perm, nb)
             mode = self._mask_mode(rank, return_attention_scores)
             weights = attn_ops.attention_weights(
                 q, k, scale=1.0 / math.sqrt(float(self.key_dim)), mask=mask,
                 causal=causal_in_kernel, window=self.sliding_window if window_in_kernel else None,
                 **mode)
-            temporaries.append(weights)
             combined = attn_ops.attention_combine(weights, v)
-            temporaries.append(combined)
-            context = self._back_to_keras_layout(combined, perm, query, temporaries)
+            context = self._back_to_keras_layout(combined, perm, query)
             if self.use_gate:
-                gate = self._project("gate", query, self.value_dim, temporaries, "sigmoid")
-                context = elementwise.mul(context, gate)
-                temporaries.append(context)
+                context = elementwise.mul(
+                    context, self._project("gate", query, self.value_dim, "sigmoid"))
             output = self._output_projection(context)
             if return_attention_scores:
                 return [output, view(weights, scores_shape)]
             return output
-        finally:
-            ownership.dispose(temporaries[::-1])
+        return ownership.tidy.run(compute)
 
     def _mask_mode(self, rank: int, return_scores: bool) -> dict:
         if self.keras_major == 2:
@@ -328,7 +309,7 @@ class MultiHeadAttention(Layer):
         return {"mask_mode": "replace", "mask_fill": KERAS_SOFTMAX_MASK_FILL, "zero_masked": True}
 
     def _attention_mask(self, query, value, query_mask, value_mask, key_mask, attention_mask,
-                        use_causal_mask, axes, scores_shape, groups, temporaries):
+                        use_causal_mask, axes, scores_shape, groups):
         """Keras's _compute_attention_mask: query mask (B, T, 1) & value mask (B, 1, S) & key mask
         & causal (1, T, S) & sliding window & attention_mask, expanded to the score rank. Causal
         and window masks run inside the kernel when they line up with its (T, S) axes."""
@@ -337,21 +318,19 @@ class MultiHeadAttention(Layer):
         window_in_kernel = self.sliding_window is not None and standard
         masks = []
         if query_mask is not None:
-            masks.append(self._expanded(query_mask, -1, temporaries))
+            masks.append(self._expanded(query_mask, -1))
         if value_mask is not None:
-            masks.append(self._expanded(value_mask, -2, temporaries))
+            masks.append(self._expanded(value_mask, -2))
         if key_mask is not None:
-            masks.append(self._expanded(key_mask, -2, temporaries))
+            masks.append(self._expanded(key_mask, -2))
         if (use_causal_mask and not causal_in_kernel) or \
                 (self.sliding_window is not None and not window_in_kernel):
-            band = tensor(_causal_numpy(query.shape[1], value.shape[1],
-                                        None if window_in_kernel else self.sliding_window,
-                                        bool(use_causal_mask) and not causal_in_kernel))
-            temporaries.append(band)
-            masks.append(band)
+            masks.append(tensor(_causal_numpy(query.shape[1], value.shape[1],
+                                              None if window_in_kernel else self.sliding_window,
+                                              bool(use_causal_mask) and not causal_in_kernel)))
         if attention_mask is not None:
             masks.append(attention_mask)
-        merged = _merge_masks(self, masks, temporaries)
+        merged = _merge_masks(self, masks)
         if merged is None:
             return None, causal_in_kernel, window_in_kernel
         # Keras inserts axes before the (query, key) attention axes until the ranks match.
@@ -363,37 +342,25 @@ class MultiHeadAttention(Layer):
                                        f"attention scores {list(scores_shape)}.")
             shape = merged.shape[:at] + (1,) * (rank - merged.ndim) + merged.shape[at:]
             merged = view(merged, shape)
-            temporaries.append(merged)
-        return (_mask_as_gnts(self, merged, scores_shape, groups, temporaries),
+        return (_mask_as_gnts(self, merged, scores_shape, groups),
                 causal_in_kernel, window_in_kernel)
 
     @staticmethod
-    def _expanded(mask: Tensor, axis: int, temporaries: list) -> Tensor:
+    def _expanded(mask: Tensor, axis: int) -> Tensor:
         shape = list(mask.shape)
         shape.insert(len(shape) + 1 + axis, 1)
-        out = view(mask, shape)
-        temporaries.append(out)
-        return out
+        return view(mask, shape)
 
-    def _back_to_keras_layout(self, combined, perm, query, temporaries):
+    def _back_to_keras_layout(self, combined, perm, query):
         """(G, T, N, Hv) -> (B, d.., N, Hv) in the query's axis order."""
         rank = query.ndim
         permuted_shape = tuple(query.shape[a] for a in perm[:-2]) + (self.num_heads, self.value_dim)
         x = view(combined, permuted_shape)
-        temporaries.append(x)
         if perm != tuple(range(rank + 1)):
             x = layout.transpose(x, tuple(int(i) for i in np.argsort(perm)))
-            temporaries.append(x)
         return x
 
     def _output_projection(self, context: Tensor) -> Tensor:
         kernel, bias = self.gpu["output"]
         rows = view(context, context.shape[:-2] + (self.num_heads * self.value_dim,))
-        try:
-            flat = matmul.dense(rows, kernel, bias)
-        finally:
-            rows.dispose()
-        try:
-            return view(flat, context.shape[:-2] + self.out_tail)
-        finally:
-            flat.dispose()
+        return view(matmul.dense(rows, kernel, bias), context.shape[:-2] + self.out_tail)

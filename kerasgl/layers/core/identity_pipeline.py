@@ -3,6 +3,7 @@ applied one after the other, as a plain layer)."""
 from __future__ import annotations
 
 from ...errors import ModelFileError
+from ...tensors import ownership
 from ...tensors.tensor import view
 from ..base import Layer, declared_weight_count, register
 from ..rnn.wrappers import inner_layer
@@ -85,13 +86,12 @@ class Pipeline(Layer):
         self.built = True
 
     def call(self, inputs, **kwargs):
-        x = inputs
-        for layer in self.layers:
-            y = layer.call(x)
-            if x is not inputs and y is not x:
-                x.dispose()
-            x = y
-        return x if x is not inputs else view(x, x.shape)
+        def compute():
+            x = inputs
+            for layer in self.layers:
+                x = layer.call(x)
+            return x if x is not inputs else view(x, x.shape)
+        return ownership.tidy.run(compute)
 
     def dispose(self) -> None:
         for layer in self.layers:

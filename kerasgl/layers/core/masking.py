@@ -6,6 +6,7 @@ float32 0.0 / 1.0 (kerasgl's masks: ops/typed.py bools_as_float)."""
 from __future__ import annotations
 
 from ...ops import elementwise, masking
+from ...tensors import ownership
 from ..base import Layer, register
 
 
@@ -34,8 +35,5 @@ class Masking(Layer):
         return tuple(input_shape)[:-1]
 
     def call(self, inputs, **kwargs):
-        keep = masking.any_not_equal(inputs, self.mask_value, keepdims=True)
-        try:
-            return elementwise.mul(inputs, keep)
-        finally:
-            keep.dispose()
+        return ownership.tidy.run(lambda: elementwise.mul(
+            inputs, masking.any_not_equal(inputs, self.mask_value, keepdims=True)))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 
 from ...errors import KerasGLError
 from ...ops.elementwise import add, div, maximum, minimum, mul, sub  # noqa: F401
@@ -67,7 +66,8 @@ class CustomLayer(Layer):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "call" in cls.__dict__:
-            cls.call = _tidy_call(cls.__dict__["call"])
+            # Each call runs in a tidy scope: its temporaries are freed, what it returns survives.
+            cls.call = ownership.tidy.wrap(cls.__dict__["call"])
 
     def __init__(self, spec, keras_major: int = 3):
         super().__init__(spec, keras_major)
@@ -90,14 +90,6 @@ class CustomLayer(Layer):
     def dispose(self) -> None:
         super().dispose()
         self.weights = {}
-
-
-def _tidy_call(call):
-    """A user's call run in a tidy scope: its temporaries are freed, what it returns survives."""
-    @functools.wraps(call)
-    def run(self, *args, **kwargs):
-        return ownership.tidy.run(call, self, *args, **kwargs)
-    return run
 
 
 def _checked(custom_objects) -> dict:

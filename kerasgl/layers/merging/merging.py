@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ...errors import UnsupportedLayerError
 from ...ops import creation, elementwise, merge
+from ...tensors import ownership
 from ...tensors.tensor import view
 from ..base import Layer, register
 
@@ -67,12 +68,8 @@ class _Merge(Layer):
         inputs = list(inputs)
         self.compute_output_shape([t.shape for t in inputs])
         targets = self._expanded([t.shape for t in inputs])
-        views = [view(t, s) for t, s in zip(inputs, targets)]
-        try:
-            return merge.nary(self.op, views, self.epilogue)
-        finally:
-            for v in views:
-                v.dispose()
+        return ownership.tidy.run(lambda: merge.nary(
+            self.op, [view(t, s) for t, s in zip(inputs, targets)], self.epilogue))
 
 
 def _merge_class(name, op, **facts):
@@ -130,9 +127,10 @@ class Concatenate(Layer):
         inputs = list(inputs)
         rank = inputs[0].ndim
         axis = self.axis + rank if self.axis < 0 else self.axis
-        filled = [m if m is not None else creation.fill(t.shape[:2], 1.0)
-                  for t, m in zip(inputs, masks)]
-        try:
+
+        def compute():
+            filled = [m if m is not None else creation.fill(t.shape[:2], 1.0)
+                      for t, m in zip(inputs, masks)]
             if axis == rank - 1 and rank > 2:
                 if any(m is None for m in masks):
                     return creation.fill(inputs[0].shape[:2], 1.0)
@@ -142,10 +140,7 @@ class Concatenate(Layer):
             raise UnsupportedLayerError(
                 f"Layer '{self.name}' (Concatenate): masks of inputs joined along axis "
                 f"{self.option('axis')} are not supported.")
-        finally:
-            for m, original in zip(filled, masks):
-                if original is None:
-                    m.dispose()
+        return ownership.tidy.run(compute)
 
 
 @register("Dot")
@@ -180,24 +175,18 @@ class Dot(Layer):
         axes = self._axes([x1.shape, x2.shape])
         if not self.normalize:
             return merge.batch_dot(x1, x2, axes)
-        n1 = merge.l2_normalize(x1, axes[0])
-        try:
-            n2 = merge.l2_normalize(x2, axes[1])
-            try:
-                return merge.batch_dot(n1, n2, axes)
-            finally:
-                n2.dispose()
-        finally:
-            n1.dispose()
+        return ownership.tidy.run(lambda: merge.batch_dot(
+            merge.l2_normalize(x1, axes[0]), merge.l2_normalize(x2, axes[1]), axes))
 
 
 def _or_masks(masks):
     """The OR (maximum) of 0/1 masks as a new tensor; None if any is None."""
     if any(m is None for m in masks):
         return None
-    out = view(masks[0], masks[0].shape)
-    for m in masks[1:]:
-        combined = elementwise.binary("maximum", out, m)
-        out.dispose()
-        out = combined
-    return out
+
+    def merged():
+        out = view(masks[0], masks[0].shape)
+        for m in masks[1:]:
+            out = elementwise.binary("maximum", out, m)
+        return out
+    return ownership.tidy.run(merged)

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...ops import elementwise, merge, normalization, reduce
 from ...ops.axes import normalize_axes
+from ...tensors import ownership
 from ...tensors.tensor import view
 from ..base import Layer, register
 from .batch_and_layer import span_params
@@ -74,19 +75,15 @@ class GroupNormalization(Layer):
         shape = tuple(inputs.shape)
         grouped_shape = shape[:axis] + (groups, channels // groups) + shape[axis + 1:]
         reduced = tuple(d for d in range(1, len(grouped_shape)) if d != axis)
-        grouped = view(inputs, grouped_shape)
-        try:
-            normed = normalization.layer_norm(grouped, None, None, reduced, self.epsilon)
-        finally:
-            grouped.dispose()
-        flat = view(normed, shape)
-        normed.dispose()
-        if not self.affine:
-            return flat
-        try:
+
+        def compute():
+            normed = normalization.layer_norm(view(inputs, grouped_shape), None, None, reduced,
+                                              self.epsilon)
+            flat = view(normed, shape)
+            if not self.affine:
+                return flat
             return normalization.scale_shift(flat, self.gamma_t, self.beta_t, self.first, self.span)
-        finally:
-            flat.dispose()
+        return ownership.tidy.run(compute)
 
 
 @register("RMSNormalization")
@@ -121,22 +118,12 @@ class RMSNormalization(Layer):
         self.built = True
 
     def call(self, inputs, **kwargs):
-        temps = []
-        try:
-            square = elementwise.mul(inputs, inputs)
-            temps.append(square)
-            mean = reduce.reduce_mean(square, axis=self.axes, keepdims=True)
-            temps.append(mean)
-            shifted = elementwise.add(mean, self.epsilon)
-            temps.append(shifted)
-            root = elementwise.unary("sqrt", shifted)
-            temps.append(root)
-            normed = elementwise.div(inputs, root)
-            temps.append(normed)
-            return elementwise.mul(normed, self.scale_t)
-        finally:
-            for t in temps:
-                t.dispose()
+        def compute():
+            mean = reduce.reduce_mean(elementwise.mul(inputs, inputs), axis=self.axes,
+                                      keepdims=True)
+            root = elementwise.unary("sqrt", elementwise.add(mean, self.epsilon))
+            return elementwise.mul(elementwise.div(inputs, root), self.scale_t)
+        return ownership.tidy.run(compute)
 
 
 @register("UnitNormalization")

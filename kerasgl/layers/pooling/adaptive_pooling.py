@@ -4,6 +4,7 @@ channels_first inputs are moved to channels-last and back around the one dispatc
 from __future__ import annotations
 
 from ...ops import adaptive_pool, layout
+from ...tensors import ownership
 from ..base import Layer, register
 
 
@@ -40,15 +41,12 @@ class AdaptivePooling(Layer):
         if self.data_format == "channels_last":
             return adaptive_pool.adaptive_pool(inputs, self.mode, self.output_size)
         rank = self.spatial + 2
-        moved = layout.transpose(inputs, (0, *range(2, rank), 1))
-        try:
+
+        def compute():
+            moved = layout.transpose(inputs, (0, *range(2, rank), 1))
             pooled = adaptive_pool.adaptive_pool(moved, self.mode, self.output_size)
-        finally:
-            moved.dispose()
-        try:
             return layout.transpose(pooled, (0, rank - 1, *range(1, rank - 1)))
-        finally:
-            pooled.dispose()
+        return ownership.tidy.run(compute)
 
 
 def _adaptive(class_name: str, spatial: int, mode: str):

@@ -3,6 +3,7 @@ channels-last (channels_first by transposing). 1D pooling runs as 2D over one ro
 from __future__ import annotations
 
 from ...ops import layout, masking, pool
+from ...tensors import ownership
 from ...tensors.tensor import view
 from .. import config_values
 from ..base import register
@@ -52,12 +53,9 @@ class _Pool(SpatialLayer):
         if self.spatial_rank == 2:
             return pool.pool2d(x, self.mode, self.pool_size, self.strides, self.padding,
                                self._zero_padding)
-        rows = as_rows(x)
-        try:
-            return from_rows(pool.pool2d(rows, self.mode, (1,) + self.pool_size, (1,) + self.strides,
-                                         self.padding, ((0, 0),) + self._zero_padding))
-        finally:
-            rows.dispose()
+        return ownership.tidy.run(lambda: from_rows(pool.pool2d(
+            as_rows(x), self.mode, (1,) + self.pool_size, (1,) + self.strides, self.padding,
+            ((0, 0),) + self._zero_padding)))
 
 
 @register("MaxPooling2D", "MaxPool2D")
@@ -102,16 +100,14 @@ class _GlobalPool(SpatialLayer):
         return self._kept_shape(shape[0], shape[-1])
 
     def channels_last_call(self, x):
-        return self._in_kept_shape(pool.global_pool(x, self.mode), x.shape[-1])
+        return ownership.tidy.run(
+            lambda: self._in_kept_shape(pool.global_pool(x, self.mode), x.shape[-1]))
 
     def _in_kept_shape(self, out, channels):
-        """out (batch, channels), as _kept_shape wants it (a view when keepdims adds axes)."""
+        """out (batch, channels), as _kept_shape wants it (a view when keepdims adds axes: the
+        caller's tidy scope frees out)."""
         shape = self._kept_shape(out.shape[0], channels)
-        if shape == out.shape:
-            return out
-        kept = view(out, shape)
-        out.dispose()
-        return kept
+        return out if shape == out.shape else view(out, shape)
 
 
 @register("GlobalMaxPooling2D", "GlobalMaxPool2D")
@@ -143,10 +139,9 @@ class GlobalAveragePooling1D(_GlobalPool):
         if mask is None:
             return super().call(inputs)
         self.check_rank(inputs.shape)
-        x = layout.transpose(inputs, self._last_perm()) if self.channels_first else inputs
-        try:
-            mean = masking.masked_mean_over_time(x, mask, self.keepdims)
-        finally:
-            if x is not inputs:
-                x.dispose()
-        return self._in_kept_shape(mean, x.shape[-1])
+
+        def compute():
+            x = layout.transpose(inputs, self._last_perm()) if self.channels_first else inputs
+            return self._in_kept_shape(masking.masked_mean_over_time(x, mask, self.keepdims),
+                                       x.shape[-1])
+        return ownership.tidy.run(compute)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...ops import category_ops, layout
 from ...ops.arg_ops import one_hot
+from ...tensors import ownership
 from .. import config_values
 from ..base import Layer, register
 from ..typed_shapes import dtype_of, typed
@@ -55,13 +56,10 @@ def encode(indices, mode: str, depth: int):
     """int32 tokens encoded as Keras's `mode` encoding into `depth` classes (float32)."""
     if mode != "one_hot":
         return category_ops.bincount(indices, depth, binary=mode == "multi_hot")
-    encoded = one_hot(indices, depth)
     if indices.ndim < 2 or indices.shape[-1] != 1:
-        return encoded
-    try:
-        return layout.reshape(encoded, tuple(indices.shape[:-1]) + (depth,))
-    finally:
-        encoded.dispose()
+        return one_hot(indices, depth)
+    return ownership.tidy.run(lambda: layout.reshape(one_hot(indices, depth),
+                                                     tuple(indices.shape[:-1]) + (depth,)))
 
 
 def refuse_sparse(layer: Layer) -> None:
@@ -165,10 +163,7 @@ class Discretization(Layer):
         self.built = True
 
     def call(self, inputs, **kwargs):
-        bins = category_ops.digitize(inputs, self.bounds_t, self.bounds.size)
         if self.mode == "int":
-            return bins
-        try:
-            return encode(bins, self.mode, self.depth)
-        finally:
-            bins.dispose()
+            return category_ops.digitize(inputs, self.bounds_t, self.bounds.size)
+        return ownership.tidy.run(lambda: encode(
+            category_ops.digitize(inputs, self.bounds_t, self.bounds.size), self.mode, self.depth))

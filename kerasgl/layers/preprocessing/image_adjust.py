@@ -5,6 +5,7 @@ the identity on images then. float32 images only (on integer images Keras rounds
 from __future__ import annotations
 
 from ...ops import image_ops, layout
+from ...tensors import ownership
 from ..base import register
 from .image_preprocessing import RandomAugmentation
 
@@ -77,15 +78,12 @@ class CLAHE(_Batched):
     def run(self, x):
         if not self.channels_first:
             return image_ops.clahe(x, self.grid, self.clip_limit, self.value_range)
-        moved = layout.transpose(x, (0, 2, 3, 1))
-        try:
+
+        def compute():
+            moved = layout.transpose(x, (0, 2, 3, 1))
             result = image_ops.clahe(moved, self.grid, self.clip_limit, self.value_range)
-        finally:
-            moved.dispose()
-        try:
             return layout.transpose(result, (0, 3, 1, 2))
-        finally:
-            result.dispose()
+        return ownership.tidy.run(compute)
 
 
 @register("Equalization", "MaxNumBoundingBoxes")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from ...ops import layout, merge
+from ...tensors import ownership
 from ...tensors.tensor import view
 from ..base import Layer, register
 from ..core.dense import _rank_error
@@ -29,11 +30,8 @@ class Flatten(Layer):
     def call(self, inputs, **kwargs):
         shape = (inputs.shape[0], math.prod(inputs.shape[1:]))
         if self.channels_first and inputs.ndim > 2:
-            moved = layout.transpose(inputs, (0, *range(2, inputs.ndim), 1))
-            try:
-                return view(moved, shape)
-            finally:
-                moved.dispose()
+            return ownership.tidy.run(
+                lambda: view(layout.transpose(inputs, (0, *range(2, inputs.ndim), 1)), shape))
         return view(inputs, shape)
 
 
@@ -107,8 +105,6 @@ class RepeatVector(Layer):
 
     def call(self, inputs, **kwargs):
         self.compute_output_shape(inputs.shape)
-        row = view(inputs, (inputs.shape[0], 1, inputs.shape[1]))
-        try:
-            return merge.concatenate([row] * self.n, axis=1)
-        finally:
-            row.dispose()
+        row_shape = (inputs.shape[0], 1, inputs.shape[1])
+        return ownership.tidy.run(
+            lambda: merge.concatenate([view(inputs, row_shape)] * self.n, axis=1))

@@ -221,11 +221,11 @@ class Recurrent(Layer):
     def call(self, sequences, initial_state=None, mask=None, training=None, **kwargs):
         if isinstance(sequences, (list, tuple)):
             sequences, initial_state = sequences[0], list(sequences[1:]) or initial_state
-        output, states = self.run(sequences, flatten_states(initial_state), mask)
-        if self.return_state:
-            return [output] + states
-        ownership.dispose(states)
-        return output
+
+        def compute():
+            output, states = self.run(sequences, flatten_states(initial_state), mask)
+            return [output] + states if self.return_state else output
+        return ownership.tidy.run(compute)
 
     def run(self, sequences, states_in, mask, time_order=False):
         """(output, [final states]) as new tensors. time_order: sequences in input time order
@@ -241,52 +241,39 @@ class Recurrent(Layer):
                     f"of {batch}. Reset its states (model.reset_states()) to change the batch "
                     "size.")
             states_in = self._states
-        moved = None
-        if self.time_major:
-            if mask is not None:
-                raise self.unsupported("a mask with time_major=True")
-            moved = sequences = layout.transpose(sequences, (1, 0, 2))
-        try:
-            output, states = self.run_cells(sequences, states_in, mask, time_order)
-        finally:
-            if moved is not None:
-                moved.dispose()
-        if self.time_major and self.return_sequences:
-            swapped = layout.transpose(output, (1, 0, 2))
-            output.dispose()
-            output = swapped
-        if self.stateful:
-            self._keep_states(states)
-        return output, states
+        if self.time_major and mask is not None:
+            raise self.unsupported("a mask with time_major=True")
+
+        def compute():
+            x = layout.transpose(sequences, (1, 0, 2)) if self.time_major else sequences
+            output, states = self.run_cells(x, states_in, mask, time_order)
+            if self.time_major and self.return_sequences:
+                output = layout.transpose(output, (1, 0, 2))
+            if self.stateful:
+                self._keep_states(states)
+            return output, states
+        return ownership.tidy.run(compute)
 
     def run_cells(self, x, states_in, mask, time_order_last=False):
-        """Run the cells in turn; returns (output, [final states...]) as new tensors."""
+        """Run the cells in turn; returns (output, [final states...]). Inside run's tidy scope,
+        which frees the sequences passed between cells."""
         states_out, offset, current = [], 0, x
-        try:
-            for index, cell in enumerate(self.cells):
-                last = index == len(self.cells) - 1
-                h0 = states_in[offset] if states_in else None
-                c0 = states_in[offset + 1] if states_in and cell.kind == "lstm" else None
-                offset += cell.state_count
-                zero_start = self.unroll or self.keras_major == 2
-                out, h, c = rnn.recurrence(
-                    current, cell.kind, cell.units, cell.gpu["kernel"], cell.gpu["recurrent_kernel"],
-                    cell.gpu["input_bias"], cell.gpu["recurrent_bias"], cell.activation,
-                    cell.recurrent_activation, initial_h=h0, initial_c=c0, mask=mask,
-                    go_backwards=self.go_backwards,
-                    return_sequences=self.return_sequences or not last,
-                    zero_masked_output=last and self.zero_output_for_mask,
-                    zero_until_unmasked=zero_start and mask is not None,
-                    time_order=(not last) or time_order_last)
-                states_out += [h] + ([c] if c is not None else [])
-                if current is not x:
-                    current.dispose()
-                current = out
-        except BaseException:
-            ownership.dispose(states_out)
-            if current is not x:
-                current.dispose()
-            raise
+        for index, cell in enumerate(self.cells):
+            last = index == len(self.cells) - 1
+            h0 = states_in[offset] if states_in else None
+            c0 = states_in[offset + 1] if states_in and cell.kind == "lstm" else None
+            offset += cell.state_count
+            zero_start = self.unroll or self.keras_major == 2
+            current, h, c = rnn.recurrence(
+                current, cell.kind, cell.units, cell.gpu["kernel"], cell.gpu["recurrent_kernel"],
+                cell.gpu["input_bias"], cell.gpu["recurrent_bias"], cell.activation,
+                cell.recurrent_activation, initial_h=h0, initial_c=c0, mask=mask,
+                go_backwards=self.go_backwards,
+                return_sequences=self.return_sequences or not last,
+                zero_masked_output=last and self.zero_output_for_mask,
+                zero_until_unmasked=zero_start and mask is not None,
+                time_order=(not last) or time_order_last)
+            states_out += [h] + ([c] if c is not None else [])
         return current, states_out
 
     # -- state -------------------------------------------------------------------------------------

@@ -110,40 +110,26 @@ class Bidirectional(Layer):
             sequences, initial_state = sequences[0], list(sequences[1:]) or initial_state
         states = flatten_states(initial_state)
         half = len(states) // 2
-        y, f_states = self.forward.run(sequences, states[:half], mask)
-        try:
+
+        def compute():
+            y, f_states = self.forward.run(sequences, states[:half], mask)
             y_rev, b_states = self.backward.run(sequences, states[half:], mask, time_order=True)
-        except BaseException:
-            ownership.dispose([y] + f_states)
-            raise
-        try:
             output = self._merge(y, y_rev)
-        except BaseException:
-            ownership.dispose([y, y_rev] + f_states + b_states)
-            raise
-        if self.return_state:
-            return output + f_states + b_states
-        ownership.dispose(f_states + b_states)
-        return output[0] if len(output) == 1 else output
+            if self.return_state:
+                return output + f_states + b_states
+            return output[0] if len(output) == 1 else output
+        return ownership.tidy.run(compute)
 
     def _merge(self, y, y_rev) -> list:
+        """The outputs merged (inside call's tidy scope, which frees y and y_rev once merged)."""
         if self.merge_mode is None:
             return [y, y_rev]
-        try:
-            if self.merge_mode == "concat":
-                return [merge.concatenate([y, y_rev], axis=-1)]
-            if self.merge_mode == "mul":
-                return [elementwise.mul(y, y_rev)]
-            total = elementwise.add(y, y_rev)
-            if self.merge_mode == "sum":
-                return [total]
-            try:
-                return [elementwise.mul(total, 0.5)]
-            finally:
-                total.dispose()
-        finally:
-            y.dispose()
-            y_rev.dispose()
+        if self.merge_mode == "concat":
+            return [merge.concatenate([y, y_rev], axis=-1)]
+        if self.merge_mode == "mul":
+            return [elementwise.mul(y, y_rev)]
+        total = elementwise.add(y, y_rev)
+        return [total] if self.merge_mode == "sum" else [elementwise.mul(total, 0.5)]
 
     def reset_states(self) -> None:
         self.forward.reset_states()
@@ -206,15 +192,11 @@ class TimeDistributed(Layer):
 
     def call(self, inputs, mask=None, training=None, **kwargs):
         batch, steps = inputs.shape[:2]
-        folded = view(inputs, (batch * steps,) + tuple(inputs.shape[2:]))
-        out = None
-        try:
-            out = self.layer.call(folded)
+
+        def compute():
+            out = self.layer.call(view(inputs, (batch * steps,) + tuple(inputs.shape[2:])))
             return view(out, (batch, steps) + tuple(out.shape[1:]))
-        finally:
-            folded.dispose()
-            if out is not None:
-                out.dispose()     # an identity layer's output is `folded`: disposing twice is harmless
+        return ownership.tidy.run(compute)
 
     def reset_states(self) -> None:
         if hasattr(self.layer, "reset_states"):

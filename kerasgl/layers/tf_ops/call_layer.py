@@ -114,10 +114,13 @@ class TensorFlowCall(Layer):
     # -- predict ---------------------------------------------------------------------------------
     def call(self, *args, **kwargs):
         first, kwargs = self.bound_call(list(args), kwargs)
-        result = ownership.tidy.run(lambda: self._run(first, kwargs))
-        outputs = result if isinstance(result, list) else [result]
-        typed = [_as_declared(t, d) for t, d in zip(outputs, self.out_dtypes)]
-        return typed if isinstance(result, list) else typed[0]
+
+        def compute():
+            result = self._run(first, kwargs)
+            outputs = result if isinstance(result, list) else [result]
+            typed = [_as_declared(t, d) for t, d in zip(outputs, self.out_dtypes)]
+            return typed if isinstance(result, list) else typed[0]
+        return ownership.tidy.run(compute)
 
     def _run(self, first, kwargs):
         """The function on the call's tensors, each with its dtype of load (inside a tidy scope:
@@ -134,9 +137,5 @@ class TensorFlowCall(Layer):
 def _as_declared(tensor, dtype: str):
     """The output with the dtype load declared for it (a bool that ran as float32 0 / 1 made bool
     again; bool and int32 share their words)."""
-    if tensor.dtype == dtype:
-        return tensor
-    converted = typed_ops.convert(tensor, dtype)
-    tensor.dispose()
-    return converted
+    return tensor if tensor.dtype == dtype else typed_ops.convert(tensor, dtype)
 

@@ -1,7 +1,7 @@
 #version 430
 // c = OP(a, b) elementwise with numpy broadcasting.
 // Defines: OP (a binary_* function below); A_SCALAR / B_SCALAR (operand is the uniform a_value /
-// b_value instead of a buffer); BROADCAST (1: index each operand through strides, 0: same shapes);
+// b_value instead of a tensor); BROADCAST (1: index each operand through strides, 0: same shapes);
 // ACT (optional: an act_* function of activations.glsl applied to the result, the epilogue of a
 // merge that fusion.py joined with the activation after it; parameters in act_p0..act_p2).
 #include "common.glsl"
@@ -11,11 +11,36 @@
 #ifdef ACT
 #include "activations.glsl"
 #endif
+#include "texture_operand.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
 #define MAX_RANK 8
+// Each operand is a number (uniform a_value / b_value), a texture read in place (A_TEXTURE /
+// B_TEXTURE: texture_operand.glsl) or a buffer; the result a buffer or a texture (C_TEXTURE).
+#if A_SCALAR
+#define LOAD_A(i) a_value
+#elif defined(A_TEXTURE)
+TEXTURE_OPERAND(a_texture, 0);
+#define LOAD_A(i) TEXEL(a_texture, i)
+#else
 layout(std430, binding = 0) readonly buffer A { float a[]; };
+#define LOAD_A(i) a[i]
+#endif
+#if B_SCALAR
+#define LOAD_B(i) b_value
+#elif defined(B_TEXTURE)
+TEXTURE_OPERAND(b_texture, 1);
+#define LOAD_B(i) TEXEL(b_texture, i)
+#else
 layout(std430, binding = 1) readonly buffer B { float b[]; };
+#define LOAD_B(i) b[i]
+#endif
+#ifdef C_TEXTURE
+TEXTURE_RESULT(c_texture, 2);
+#define STORE_C(i, v) STORE_TEXEL(c_texture, i, v)
+#else
 layout(std430, binding = 2) writeonly buffer C { float c[]; };
+#define STORE_C(i, v) c[i] = (v)
+#endif
 uniform uint n;
 uniform int rank;
 uniform int out_shape[MAX_RANK];
@@ -52,19 +77,11 @@ void main() {
         ib += coord * b_strides[d];
     }
 #endif
-#if A_SCALAR
-    float va = a_value;
-#else
-    float va = a[ia];
-#endif
-#if B_SCALAR
-    float vb = b_value;
-#else
-    float vb = b[ib];
-#endif
+    float va = LOAD_A(ia);
+    float vb = LOAD_B(ib);
 #ifdef ACT
-    c[i] = ACT(OP(va, vb));
+    STORE_C(i, ACT(OP(va, vb)));
 #else
-    c[i] = OP(va, vb);
+    STORE_C(i, OP(va, vb));
 #endif
 }

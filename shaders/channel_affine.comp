@@ -9,34 +9,66 @@
 // as vec4 (llvmpipe pays a bounds-checked loop per storage-buffer access, whatever its width).
 // VIEWS (with VEC4, kerasgl/tuning.py elementwise_views): x through an rgba32f view, scale and
 // shift through r32f views (kerasgl/buffer_views.py): the same values, gathered by llvmpipe.
+// Each of x, scale and shift may be a texture, read in place (X_TEXTURE, SCALE_TEXTURE,
+// SHIFT_TEXTURE: texture_operand.glsl; an int32 x as r32i), and y a texture written in place
+// (Y_TEXTURE); VIEWS then applies to the operands that are buffers.
 // Each element gets the same float operations on every path.
 #include "common.glsl"
+#include "texture_operand.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
-#if VEC4 && VIEWS
+// x: LOAD_X4(i) is vec4 i (VEC4), LOAD_X(i) element i (else).
+#if defined(X_TEXTURE) && X_INT
+INT_TEXTURE_OPERAND(x_texture, 0);
+#define LOAD_X(i) TEXEL(x_texture, i)
+#elif defined(X_TEXTURE)
+TEXTURE_OPERAND(x_texture, 0);
+#define LOAD_X(i) TEXEL(x_texture, i)
+#define LOAD_X4(i) TEXEL4(x_texture, i)
+#elif VEC4 && VIEWS
 layout(rgba32f, binding = 0) readonly uniform imageBuffer x_view;
-layout(r32f, binding = 1) readonly uniform imageBuffer scale_view;
-layout(r32f, binding = 2) readonly uniform imageBuffer shift_view;
 #define LOAD_X4(i) imageLoad(x_view, int(i))
-#define SCALE(c) imageLoad(scale_view, int(c)).x
-#define SHIFT(c) imageLoad(shift_view, int(c)).x
-#else
-#if X_INT
+#elif X_INT
 layout(std430, binding = 0) readonly buffer X { int x[]; };   // int32 input, cast as Keras does
+#define LOAD_X(i) x[i]
 #elif VEC4
 layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
 #define LOAD_X4(i) x4[i]
 #else
 layout(std430, binding = 0) readonly buffer X { float x[]; };
+#define LOAD_X(i) x[i]
 #endif
+#ifdef SCALE_TEXTURE
+TEXTURE_OPERAND(scale_texture, 1);
+#define SCALE(c) TEXEL(scale_texture, c)
+#elif VEC4 && VIEWS
+layout(r32f, binding = 1) readonly uniform imageBuffer scale_view;
+#define SCALE(c) imageLoad(scale_view, int(c)).x
+#else
 layout(std430, binding = 1) readonly buffer Scale { float scale[]; };
-layout(std430, binding = 2) readonly buffer Shift { float shift[]; };
 #define SCALE(c) scale[c]
+#endif
+#ifdef SHIFT_TEXTURE
+TEXTURE_OPERAND(shift_texture, 2);
+#define SHIFT(c) TEXEL(shift_texture, c)
+#elif VEC4 && VIEWS
+layout(r32f, binding = 2) readonly uniform imageBuffer shift_view;
+#define SHIFT(c) imageLoad(shift_view, int(c)).x
+#else
+layout(std430, binding = 2) readonly buffer Shift { float shift[]; };
 #define SHIFT(c) shift[c]
 #endif
-#if VEC4
+#if defined(Y_TEXTURE) && VEC4
+TEXTURE_RESULT(y_texture, 3);
+#define STORE_Y4(i, v) STORE_TEXEL4(y_texture, i, v)
+#elif defined(Y_TEXTURE)
+TEXTURE_RESULT(y_texture, 3);
+#define STORE_Y(i, v) STORE_TEXEL(y_texture, i, v)
+#elif VEC4
 layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };
+#define STORE_Y4(i, v) y4[i] = (v)
 #else
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+#define STORE_Y(i, v) y[i] = (v)
 #endif
 uniform uint n;
 uniform uint inner;
@@ -75,10 +107,10 @@ void main() {
             if (++c == channels) c = 0u;
         }
     }
-    y4[i4] = result;
+    STORE_Y4(i4, result);
 #else
     uint i = linear_index();
     if (i >= n) return;
-    y[i] = channel_map(float(x[i]), (i / inner) % channels);
+    STORE_Y(i, channel_map(float(LOAD_X(i)), (i / inner) % channels));
 #endif
 }

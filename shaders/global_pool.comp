@@ -5,7 +5,6 @@
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "per_cell_input.glsl"
-layout(std430, binding = 1) writeonly buffer Y { T y[]; };
 
 uniform int positions;
 uniform int channels;   // in units of T
@@ -26,5 +25,5 @@ void main() {
     for (int i = 0; i < positions; ++i) acc += LOAD_X(at + i * channels);
     acc /= float(positions);
 #endif
-    y[index] = acc;
+    STORE_Y(index, acc);
 }

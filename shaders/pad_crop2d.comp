@@ -5,7 +5,6 @@
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "per_cell_input.glsl"
-layout(std430, binding = 1) writeonly buffer Y { T y[]; };
 
 uniform int in_h;
 uniform int in_w;
@@ -28,5 +27,5 @@ void main() {
     int iy = oy - top;
     int ix = ox - left;
     bool inside = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w;
-    y[index] = inside ? LOAD_X(((b * in_h + iy) * in_w + ix) * channels + c) : T(0.0);
+    STORE_Y(index, inside ? LOAD_X(((b * in_h + iy) * in_w + ix) * channels + c) : T(0.0));
 }

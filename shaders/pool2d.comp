@@ -8,7 +8,6 @@
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "per_cell_input.glsl"
-layout(std430, binding = 1) writeonly buffer Y { T y[]; };
 
 uniform int in_h;
 uniform int in_w;
@@ -58,5 +57,5 @@ void main() {
 #elif !IS_MAX
     acc /= float((y1 - y0) * (x1 - x0));
 #endif
-    y[index] = acc;
+    STORE_Y(index, acc);
 }

@@ -8,9 +8,11 @@ SELECTION covers every variant the generic tuning picks: matmul.comp and matmul_
 (test_matmul), conv_gemm.comp and conv2d.comp on matrix-layout weights, depthwise and
 transposed convolutions (test_layers_conv), conv3d.comp on its packed weights and ConvLSTMs
 (test_layers_3d, test_layers_conv_recurrent), pooling read from storage buffers
-(test_layers_pooling), whole models against Keras (test_whole_models: MobileNetV2 and ResNet50,
-small inputs), and the work-group checks of plain_policy_checks.py. About two minutes on CI's
-2 cores."""
+(test_layers_pooling), tensors in textures read and written in place by the element-wise,
+per-channel, pooling and padding kernels (test_texture_operands), whole models against Keras
+(test_whole_models: MobileNetV2 and ResNet50, small inputs), float16 weights read by the
+generic tuning's kernels (test_storage_float16: its tests that keep the device's tuning), and the
+work-group checks of plain_policy_checks.py. About two minutes on CI's 2 cores."""
 import os
 import subprocess
 import sys
@@ -18,8 +20,13 @@ import sys
 TESTS = os.path.dirname(os.path.abspath(__file__))
 SELECTION = ["plain_policy_checks.py", "test_matmul.py", "test_layers_conv.py",
              "test_layers_3d.py", "test_layers_conv_recurrent.py", "test_layers_pooling.py",
+             "test_texture_operands.py",
              "test_whole_models.py::test_application_matches_keras[MobileNetV2]",
-             "test_whole_models.py::test_application_matches_keras[ResNet50]"]
+             "test_whole_models.py::test_application_matches_keras[ResNet50]",
+             "test_storage_float16.py::test_einsum_dense",
+             "test_storage_float16.py::test_embedding_tables",
+             "test_storage_float16.py::test_small_cnn",
+             "test_storage_float16.py::test_plans_record_and_replay_the_half_variants"]
 TIMEOUT_S = 1200
 
 

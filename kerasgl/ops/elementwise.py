@@ -8,7 +8,7 @@ import numpy as np
 from ..runtime import buffer_views, tuning
 from ..errors import ShapeError
 from ..tensors.tensor import Tensor, empty
-from . import dispatch, work
+from . import dispatch, storage_ops, work
 from .storage_ops import any_storage
 
 BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "squared_difference")
@@ -70,7 +70,12 @@ def _as_operand(value):
     raise TypeError(f"Elementwise ops take kerasgl Tensors and Python numbers, not {type(value).__name__}.")
 
 
-@any_storage
+# Both kernels read a and b where they are stored and write c as a texture when a and b are
+# (shaders/texture_operand.glsl): no copies for tensors in textures.
+_BINARY_TEXTURES = {"reads": {0: "A", 1: "B"}, "writes": {2: "C"}}
+
+
+@any_storage(in_place=("a", "b"))
 def binary(op: str, a, b, activation=None) -> Tensor:
     """c = op(a, b) elementwise; a and b are tensors or numbers, broadcast as numpy does.
     `activation` (an activations.Pointwise, e.g. a ReLU that fusion.py merged into this op) is
@@ -85,7 +90,7 @@ def binary(op: str, a, b, activation=None) -> Tensor:
     out_shape = broadcast_shape(a_shape, b_shape)
     if len(out_shape) > MAX_RANK:
         raise ShapeError(f"Elementwise ops support up to rank {MAX_RANK}. Received {list(out_shape)}.")
-    out = empty(out_shape)
+    out = empty(out_shape, storage=storage_ops.result_storage(a, b))
     if out.size == 0:
         return out
     a_scalar, b_scalar = not isinstance(a, Tensor), not isinstance(b, Tensor)
@@ -104,8 +109,7 @@ def binary(op: str, a, b, activation=None) -> Tensor:
         uniforms["a_value"] = a
     if b_scalar:
         uniforms["b_value"] = b
-    # An unused binding still needs a buffer bound; the output serves as a harmless stand-in.
-    buffers = [out if a_scalar else a, out if b_scalar else b, out]
+    buffers = [None if a_scalar else a, None if b_scalar else b, out]   # a number: a uniform
     kinds = _vec4_operand_kinds(a_shape, a_scalar, b_shape, b_scalar, out_shape)
     if kinds is not None:
         _run_vec4(defines, uniforms, kinds, buffers, out_shape, out.size)
@@ -114,8 +118,9 @@ def binary(op: str, a, b, activation=None) -> Tensor:
         uniforms.update(rank=len(out_shape), out_shape=_pad(out_shape),
                         a_strides=_pad(broadcast_strides(a_shape, out_shape), fill=0),
                         b_strides=_pad(broadcast_strides(b_shape, out_shape), fill=0))
-    dispatch.run("binary.comp", defines=defines, buffers=buffers, uniforms=uniforms,
-                 groups=dispatch.groups_for(out.size), work=(out.size, work.nbytes(a, b, out)))
+    storage_ops.run_in_place("binary.comp", **_BINARY_TEXTURES, defines=defines, buffers=buffers,
+                             uniforms=uniforms, groups=dispatch.groups_for(out.size),
+                             work=(out.size, work.nbytes(a, b, out)))
     return out
 
 
@@ -142,10 +147,10 @@ def _vec4_operand_kinds(a_shape, a_scalar, b_shape, b_scalar, out_shape):
 
 def _run_vec4(defines, uniforms, kinds, buffers, out_shape, size):
     """Dispatch binary_vec4.comp: the same per-element float ops as binary.comp, 4 per lane;
-    tensor operands read through buffer views where the device's tuning prefers them."""
+    buffer operands read through buffer views where the device's tuning prefers them."""
     wanted = tuning.current().elementwise_views
     views = [(unit, buffers[unit]) for unit in (0, 1) if wanted and kinds[unit] != "scalar"
-             and buffer_views.fits(buffers[unit].nbytes)]
+             and buffers[unit].storage == "buffer" and buffer_views.fits(buffers[unit].nbytes)]
     defines = dict(defines, A_CHANNEL=kinds[0] == "channel", B_CHANNEL=kinds[1] == "channel",
                    A_VIEW=any(unit == 0 for unit, _ in views),
                    B_VIEW=any(unit == 1 for unit, _ in views))
@@ -155,9 +160,10 @@ def _run_vec4(defines, uniforms, kinds, buffers, out_shape, size):
     if "channel" in kinds:
         uniforms["channels4"] = out_shape[-1] // 4
     operands = [t for kind, t in zip(kinds, buffers) if kind != "scalar"]
-    dispatch.run("binary_vec4.comp", defines=defines, buffers=buffers, uniforms=uniforms,
-                 views=views, groups=dispatch.groups_for(size // 4),
-                 work=(size, work.nbytes(*operands, buffers[2])))
+    storage_ops.run_in_place("binary_vec4.comp", **_BINARY_TEXTURES, defines=defines,
+                             buffers=buffers, uniforms=uniforms, views=views,
+                             groups=dispatch.groups_for(size // 4),
+                             work=(size, work.nbytes(*operands, buffers[2])))
 
 
 def activation_defines(name: str) -> dict:
@@ -168,18 +174,21 @@ def activation_uniforms(params) -> dict:
     return {f"act_p{i}": float(v) for i, v in enumerate(params)}
 
 
-@any_storage
+@any_storage(in_place=("x",))
 def unary(name: str, x: Tensor, *params: float) -> Tensor:
     """y = act_<name>(x) elementwise, a function from shaders/activations.glsl; `params` fill its
-    uniforms act_p0.. (e.g. the slope of leaky_relu)."""
+    uniforms act_p0.. (e.g. the slope of leaky_relu). x in a texture is read there and y written
+    to a texture (shaders/texture_operand.glsl)."""
     x = _as_operand(x)
     if not isinstance(x, Tensor):
         raise TypeError("unary() takes a kerasgl Tensor.")
-    out = empty(x.shape)
+    out = empty(x.shape, storage=storage_ops.result_storage(x))
     if out.size:
-        dispatch.run("unary.comp", defines=activation_defines(name), buffers=[x, out],
-                     uniforms={"n": out.size, **activation_uniforms(params)},
-                     groups=dispatch.groups_for(out.size), work=(out.size, work.nbytes(x, out)))
+        storage_ops.run_in_place("unary.comp", reads={0: "X"}, writes={1: "Y"},
+                                 defines=activation_defines(name), buffers=[x, out],
+                                 uniforms={"n": out.size, **activation_uniforms(params)},
+                                 groups=dispatch.groups_for(out.size),
+                                 work=(out.size, work.nbytes(x, out)))
     return out
 
 

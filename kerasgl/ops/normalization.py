@@ -7,7 +7,7 @@ import math
 from ..runtime import buffer_views, tuning
 from ..errors import ShapeError
 from ..tensors.tensor import Tensor, empty
-from . import dispatch
+from . import dispatch, storage_ops
 from .axes import normalize_axes, reduced_axes, run_over_axes
 from .checks import float32_tensor
 from .storage_ops import any_storage
@@ -32,27 +32,33 @@ def _channel_map(x: Tensor, scale: Tensor, shift: Tensor | None, axis: int, mode
             f"Per-channel parameters must have {channels} values (axes {axis}..{axis + span - 1} of input shape "
             f"{list(x.shape)}). Received {scale.size}"
             f"{'' if shift is None else f' and {shift.size}'}.")
-    out = empty(x.shape)
+    out = empty(x.shape, storage=storage_ops.result_storage(x, scale, shift))
     if out.size:
         inner = math.prod(x.shape[axis + span:])
         shift_or_scale = shift if shift is not None else scale   # bound even when unread
         vec4 = x.dtype != "int32" and out.size % 4 == 0
-        views = vec4 and tuning.current().elementwise_views and buffer_views.fits(x.nbytes) \
-            and buffer_views.fits(scale.nbytes, "r32f") and buffer_views.fits(shift_or_scale.nbytes, "r32f")
-        dispatch.run("channel_affine.comp",
-                     defines={"MODE": mode, "HAS_SHIFT": shift is not None and mode == 0,
-                              "X_INT": x.dtype == "int32", "VEC4": vec4, "VIEWS": views},
-                     buffers=[x, scale, shift_or_scale, out],
-                     views=[(0, x), (1, scale, "r32f"), (2, shift_or_scale, "r32f")] if views else [],
-                     uniforms={"n": out.size, "inner": inner, "channels": channels},
-                     groups=dispatch.groups_for(out.size // 4 if vec4 else out.size))
+        # Operands in textures are read in place (channel_affine.comp's X_TEXTURE...); VIEWS
+        # reads the others through views where every one that is a buffer fits in one.
+        operands = ((0, x, "rgba32f"), (1, scale, "r32f"), (2, shift_or_scale, "r32f"))
+        in_buffers = [v for v in operands if v[1].storage == "buffer"]
+        views = vec4 and bool(in_buffers) and tuning.current().elementwise_views \
+            and all(buffer_views.fits(t.nbytes, fmt) for _, t, fmt in in_buffers)
+        storage_ops.run_in_place(
+            "channel_affine.comp", reads={0: "X", 1: "SCALE", 2: "SHIFT"}, writes={3: "Y"},
+            defines={"MODE": mode, "HAS_SHIFT": shift is not None and mode == 0,
+                     "X_INT": x.dtype == "int32", "VEC4": vec4, "VIEWS": views},
+            buffers=[x, scale, shift_or_scale, out], views=in_buffers if views else [],
+            uniforms={"n": out.size, "inner": inner, "channels": channels},
+            groups=dispatch.groups_for(out.size // 4 if vec4 else out.size))
     return out
 
 
 # Per-channel ops: the channel c of an element is its flat index over the `span` axes starting at
 # `axis` (span > 1 for parameters that vary over several adjacent axes; the caller broadcasts
 # parameters over any axis of that span they do not vary along).
-@any_storage
+# x and the parameters are read where they are stored, textures included, and the result written
+# as a texture when they all are (channel_affine.comp reads and writes images: no copies).
+@any_storage(in_place=("x", "scale", "shift"))
 def scale_shift(x: Tensor, scale: Tensor, shift: Tensor | None = None, axis: int = -1,
                 span: int = 1) -> Tensor:
     """y = x * scale[c] + shift[c] (BatchNormalization at inference, with scale = gamma /
@@ -60,13 +66,13 @@ def scale_shift(x: Tensor, scale: Tensor, shift: Tensor | None = None, axis: int
     return _channel_map(x, scale, shift, axis, 0, span)
 
 
-@any_storage
+@any_storage(in_place=("x", "alpha"))
 def prelu(x: Tensor, alpha: Tensor, axis: int = -1, span: int = 1) -> Tensor:
     """max(x, 0) - alpha[c] * max(-x, 0), as keras.layers.PReLU computes it."""
     return _channel_map(x, alpha, None, axis, 1, span)
 
 
-@any_storage
+@any_storage(in_place=("x", "mean", "std"))
 def standardize(x: Tensor, mean: Tensor, std: Tensor, axis: int = -1, span: int = 1,
                 invert: bool = False) -> Tensor:
     """(x - mean[c]) / std[c], or mean[c] + x * std[c] with invert (keras Normalization)."""

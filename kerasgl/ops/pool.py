@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ShapeError
+from ..tensors import ownership
 from ..tensors.tensor import Tensor, view
 from .channels_last import check_input, run_per_cell
 from .storage_ops import any_storage
@@ -25,7 +26,9 @@ def check_mode(mode: str, what: str) -> None:
         raise ValueError(f"{what} mode must be 'max' or 'avg', not {mode!r}.")
 
 
-@any_storage
+# pool2d.comp, global_pool.comp and pad_crop2d.comp read x where it is stored, a texture included,
+# and write a texture for one (per_cell_input.glsl): no copies.
+@any_storage(in_place=("x",))
 def pool2d(x: Tensor, mode: str, pool_size, strides, padding: str = "valid",
            zero_padding=((0, 0), (0, 0))) -> Tensor:
     """Max ('max') or average ('avg') pooling of x [batch, height, width, channels].
@@ -52,11 +55,11 @@ def pool2d(x: Tensor, mode: str, pool_size, strides, padding: str = "valid",
                         uniforms={"in_h": h, "in_w": w, "out_h": oh, "out_w": ow,
                                   "pool_h": pool_size[0], "pool_w": pool_size[1],
                                   "stride_h": strides[0], "stride_w": strides[1],
-                                  "pad_top": top, "pad_left": left}, input_view=True,
+                                  "pad_top": top, "pad_left": left}, per_cell_input=True,
                         ops_per_output=pool_size[0] * pool_size[1])
 
 
-@any_storage
+@any_storage(in_place=("x",))
 def global_pool(x: Tensor, mode: str, keepdims: bool = False) -> Tensor:
     """Max or mean over every axis between batch and channels of x [batch, ..., channels]."""
     check_mode(mode, "global_pool")
@@ -68,11 +71,12 @@ def global_pool(x: Tensor, mode: str, keepdims: bool = False) -> Tensor:
     positions = math.prod(x.shape[1:-1])
     if positions == 0:
         raise ShapeError(f"global_pool: no spatial positions in input shape {list(x.shape)}.")
-    out = run_per_cell("global_pool.comp", x, (b, c), defines={"IS_MAX": mode == "max"},
-                       uniforms={"positions": positions}, input_view=True,
-                       ops_per_output=positions)
+
+    def pooled():
+        return run_per_cell("global_pool.comp", x, (b, c), defines={"IS_MAX": mode == "max"},
+                            uniforms={"positions": positions}, per_cell_input=True,
+                            ops_per_output=positions)
     if not keepdims:
-        return out
-    kept = view(out, (b,) + (1,) * (x.ndim - 2) + (c,))
-    out.dispose()   # the view holds the storage
-    return kept
+        return pooled()
+    # The view keeps the pooled storage; the tensor it views is freed.
+    return ownership.tidy.run(lambda: view(pooled(), (b,) + (1,) * (x.ndim - 2) + (c,)))

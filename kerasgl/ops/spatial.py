@@ -8,7 +8,7 @@ from .channels_last import check_input, run_per_cell
 from .storage_ops import any_storage
 
 
-@any_storage
+@any_storage(in_place=("x",))       # pad_crop2d.comp reads and writes textures in place
 def pad_crop2d(x: Tensor, rows=(0, 0), cols=(0, 0)) -> Tensor:
     """Add (positive) or remove (negative) rows[0] rows on top, rows[1] at the bottom, cols[0]
     columns on the left and cols[1] on the right; added cells are zeros."""
@@ -20,7 +20,7 @@ def pad_crop2d(x: Tensor, rows=(0, 0), cols=(0, 0)) -> Tensor:
                          f"leaves nothing of input shape {list(x.shape)}.")
     return run_per_cell("pad_crop2d.comp", x, (b, oh, ow, c), defines={},
                         uniforms={"in_h": h, "in_w": w, "out_h": oh, "out_w": ow,
-                                  "top": rows[0], "left": cols[0]}, input_view=True)
+                                  "top": rows[0], "left": cols[0]}, per_cell_input=True)
 
 
 INTERPOLATIONS = ("nearest", "bilinear")

@@ -1,0 +1,280 @@
+"""Tensors stored as textures are read in place (shaders/texture_operand.glsl, kerasgl/ops/
+storage_ops.py run_in_place) by the element-wise, per-channel, pooling and padding kernels: no
+texture_to_buffer.comp copy before the op and, when every operand is a texture, the result is
+written as a texture directly (no buffer_to_texture.comp after). Each case gives exactly what the
+buffer path gives on the same inputs, and what numpy or Keras computes from them; sizes past one
+texture row (GL_MAX_TEXTURE_SIZE texels) leave a partial last row."""
+import math
+
+import numpy as np
+import pytest
+
+from keras_ref import keras
+
+import kerasgl as kg
+from kerasgl.ops import elementwise, normalization, pool, spatial
+from kerasgl.plans.recorder import written_bindings
+from kerasgl.runtime import context
+
+CONVERSIONS = ("texture_to_buffer.comp", "buffer_to_texture.comp")
+
+
+def _texture_row() -> int:
+    try:
+        return context.limits().max_texture_size
+    except kg.GLContextError:
+        return 16384          # GL's least: without a context every test here skips (conftest.py)
+
+
+# Texels in a texture row (GL_MAX_TEXTURE_SIZE: 16384 on llvmpipe): the cases "past a row" are
+# sized from it, so that they wrap onto further rows, the last one partial, on any device.
+ROW = _texture_row()
+MIXED = [("texture", "buffer"), ("buffer", "texture"), ("texture", "texture")]
+
+
+def rand(shape, seed=0, low=-2.0, high=2.0):
+    return np.random.default_rng(seed).uniform(low, high, shape).astype(np.float32)
+
+
+def past_one_row(shape) -> bool:
+    """Whether a tensor of this shape spans rows of its texture, the last one partial."""
+    size = math.prod(shape)
+    return size > ROW and size % ROW != 0
+
+
+def profiled(fn, *args, **kwargs):
+    with kg.profile(gpu_timing=False) as p:
+        out = fn(*args, **kwargs)
+    return out, p
+
+
+def assert_in_place(p, out, storages):
+    """The op ran as one dispatch, copied nothing, allocated its result and nothing else (no
+    temporary buffer came and went), and returned a texture exactly when every tensor operand
+    was one."""
+    kernels = [e.kernel for e in p.events]
+    assert len(kernels) == 1 and not kernels[0].startswith(CONVERSIONS), kernels
+    assert "_TEXTURE" in kernels[0]          # the kernel's texture variant ran
+    assert p.allocated_total == out.gl_object.nbytes and p.freed_total == 0, kernels
+    expected = "texture" if all(s == "texture" for s in storages) else "buffer"
+    assert out.storage == expected
+
+
+def in_storage(array, storage):
+    return kg.tensor(array, storage=storage)
+
+
+# -------------------------------------------------------------------------------------------------
+# Binary element-wise: binary_vec4.comp (4 | size: full and per-channel operands) and binary.comp
+# (any size, broadcasting)
+# -------------------------------------------------------------------------------------------------
+BINARY_SHAPES = {
+    "vec4": ((6, 8), (6, 8)),
+    "vec4 channel": ((3, 5, 8), (8,)),
+    "scalar path": ((3, 5, 7), (3, 5, 7)),
+    "broadcast": ((5, 1, 3), (4, 3)),
+    "vec4 past a row": ((2, ROW // 2 + 3, 4), (2, ROW // 2 + 3, 4)),
+    "channel past a row": ((ROW // 2 + 3, 12), (12,)),
+    "scalar path past a row": ((2 * ROW + 1,), (2 * ROW + 1,)),
+}
+
+
+@pytest.mark.parametrize("storages", MIXED, ids="-".join)
+@pytest.mark.parametrize("case", BINARY_SHAPES)
+def test_binary_reads_textures_in_place(case, storages):
+    a_shape, b_shape = BINARY_SHAPES[case]
+    a, b = rand(a_shape, 1), rand(b_shape, 2)
+    with kg.tidy():
+        expected = elementwise.sub(kg.tensor(a), kg.tensor(b)).numpy()
+        out, p = profiled(elementwise.sub, in_storage(a, storages[0]), in_storage(b, storages[1]))
+        assert_in_place(p, out, storages)
+        np.testing.assert_array_equal(out.numpy(), expected)
+    np.testing.assert_array_equal(expected, a - b)
+
+
+@pytest.mark.parametrize("op, reference", [
+    ("add", np.add), ("mul", np.multiply), ("div", np.divide), ("maximum", np.maximum),
+    ("squared_difference", lambda x, y: (x - y) ** 2), ("arctan2", np.arctan2)])
+@pytest.mark.parametrize("shape", [(4, 6), (3, 7)], ids=["vec4", "scalar path"])
+def test_binary_ops_on_two_textures(op, reference, shape):
+    a, b = rand(shape, 3), rand(shape, 4, 0.5, 3.0)
+    with kg.tidy():
+        expected = elementwise.binary(op, kg.tensor(a), kg.tensor(b)).numpy()
+        out, p = profiled(elementwise.binary, op, in_storage(a, "texture"),
+                          in_storage(b, "texture"))
+        assert_in_place(p, out, ("texture", "texture"))
+        np.testing.assert_array_equal(out.numpy(), expected)
+    np.testing.assert_allclose(expected, reference(a, b), rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 7), (8, 4), (2 * ROW + 1,)])
+@pytest.mark.parametrize("number_first", [False, True])
+def test_binary_with_a_number(shape, number_first):
+    a = rand(shape, 5)
+    with kg.tidy():
+        args = (lambda t: (1.5, t)) if number_first else (lambda t: (t, 1.5))
+        expected = elementwise.sub(*args(kg.tensor(a))).numpy()
+        out, p = profiled(elementwise.sub, *args(in_storage(a, "texture")))
+        assert_in_place(p, out, ("texture",))
+        np.testing.assert_array_equal(out.numpy(), expected)
+    np.testing.assert_array_equal(expected, 1.5 - a if number_first else a - 1.5)
+
+
+def test_keyword_operands_are_read_in_place_too():
+    a, b = rand((4, 4), 6), rand((4, 4), 7)
+    with kg.tidy():
+        out, p = profiled(elementwise.binary, op="mul", a=in_storage(a, "texture"),
+                          b=in_storage(b, "buffer"))
+        assert_in_place(p, out, ("texture", "buffer"))
+        np.testing.assert_array_equal(out.numpy(), a * b)
+
+
+# -------------------------------------------------------------------------------------------------
+# Unary element-wise (activations): unary.comp
+# -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, reference", [
+    ("relu", lambda x: np.maximum(x, 0)), ("sigmoid", lambda x: 1 / (1 + np.exp(-x))),
+    ("tanh", np.tanh)])
+@pytest.mark.parametrize("shape", [(3, 5, 7), (2 * ROW + 1,)])
+def test_unary_reads_and_writes_textures_in_place(name, reference, shape):
+    x = rand(shape, 8)
+    with kg.tidy():
+        expected = elementwise.unary(name, kg.tensor(x)).numpy()
+        out, p = profiled(elementwise.unary, name, in_storage(x, "texture"))
+        assert_in_place(p, out, ("texture",))
+        np.testing.assert_array_equal(out.numpy(), expected)
+    np.testing.assert_allclose(expected, reference(x), rtol=1e-5, atol=1e-6)
+
+
+# -------------------------------------------------------------------------------------------------
+# Per-channel maps: channel_affine.comp (vec4 when 4 | size; int32 x as r32i)
+# -------------------------------------------------------------------------------------------------
+AFFINE_SHAPES = {"vec4": (4, 6, 8), "scalar path": (3, 5, 3),
+                 "vec4 past a row": (2, ROW // 8 + 1, 4, 4),
+                 "scalar path past a row": (ROW // 16 + 1, 17, 3)}
+PER_CHANNEL = {
+    "scale_shift": (lambda x, p, q: normalization.scale_shift(x, p, q),
+                    lambda x, p, q: x * p + q),
+    "prelu": (lambda x, p, q: normalization.prelu(x, p),
+              lambda x, p, q: np.maximum(x, 0) - p * np.maximum(-x, 0)),
+    "standardize": (lambda x, p, q: normalization.standardize(x, q, p),
+                    lambda x, p, q: (x - q) / p),
+    "standardize invert": (lambda x, p, q: normalization.standardize(x, q, p, invert=True),
+                           lambda x, p, q: q + x * p),
+}
+AFFINE_STORAGES = [("texture", "buffer"), ("buffer", "texture"), ("texture", "texture")]
+
+
+def _per_channel_case(op, shape, storages, x):
+    run, reference = PER_CHANNEL[op]
+    c = shape[-1]
+    p, q = rand((c,), 10, 0.5, 2.0), rand((c,), 11)
+    with kg.tidy():
+        expected = run(kg.tensor(x), kg.tensor(p), kg.tensor(q)).numpy()
+        x_storage, params = storages
+        out, prof = profiled(run, in_storage(x, x_storage), in_storage(p, params),
+                             in_storage(q, params))
+        assert_in_place(prof, out, storages)
+        np.testing.assert_array_equal(out.numpy(), expected)
+    np.testing.assert_allclose(expected, reference(x.astype(np.float32), p, q),
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("storages", AFFINE_STORAGES, ids="-".join)
+@pytest.mark.parametrize("shape", AFFINE_SHAPES.values(), ids=AFFINE_SHAPES)
+@pytest.mark.parametrize("op", PER_CHANNEL)
+def test_per_channel_maps_read_textures_in_place(op, shape, storages):
+    _per_channel_case(op, shape, storages, rand(shape, 9))
+
+
+@pytest.mark.parametrize("storages", [("texture", "buffer"), ("texture", "texture")],
+                         ids="-".join)
+@pytest.mark.parametrize("shape", [(3, 5, 3), (ROW // 16 + 1, 17, 3), (4, 6, 8)])
+def test_an_int32_input_is_read_in_place_as_r32i(shape, storages):
+    x = np.random.default_rng(12).integers(-300, 300, shape).astype(np.int32)
+    _per_channel_case("scale_shift", shape, storages, x)
+
+
+# -------------------------------------------------------------------------------------------------
+# Pooling, global pooling, padding and cropping: per_cell_input.glsl's kernels
+# -------------------------------------------------------------------------------------------------
+WINDOW_SHAPES = {"vec4": (2, 9, 11, 8), "scalar path": (2, 9, 11, 3),
+                 "vec4 past a row": (1, ROW // 256 + 1, 81, 4),
+                 "scalar path past a row": (1, ROW // 256 + 3, 90, 3)}
+WINDOW_OPS = {
+    "max 2x2/2": (lambda x: pool.pool2d(x, "max", (2, 2), (2, 2)),
+                  lambda x: keras.ops.max_pool(x, (2, 2), (2, 2), "valid")),
+    "avg 3x3/1 same": (lambda x: pool.pool2d(x, "avg", (3, 3), (1, 1), "same"),
+                       lambda x: keras.ops.average_pool(x, (3, 3), (1, 1), "same")),
+    "max with zero padding": (
+        lambda x: pool.pool2d(x, "max", (2, 2), (2, 2), zero_padding=((1, 0), (0, 1))),
+        lambda x: keras.ops.max_pool(np.pad(x, ((0, 0), (1, 0), (0, 1), (0, 0))), (2, 2), (2, 2),
+                                     "valid")),
+    "global avg keepdims": (lambda x: pool.global_pool(x, "avg", keepdims=True),
+                            lambda x: x.mean(axis=(1, 2), keepdims=True)),
+    "global max": (lambda x: pool.global_pool(x, "max"), lambda x: x.max(axis=(1, 2))),
+    "pad and crop": (lambda x: spatial.pad_crop2d(x, (1, -1), (2, 0)),
+                     lambda x: np.pad(x, ((0, 0), (1, 0), (2, 0), (0, 0)))[:, :-1]),
+}
+
+
+@pytest.mark.parametrize("shape", WINDOW_SHAPES.values(), ids=WINDOW_SHAPES)
+@pytest.mark.parametrize("op", WINDOW_OPS)
+def test_window_kernels_read_textures_in_place(op, shape):
+    run, reference = WINDOW_OPS[op]
+    x = rand(shape, 13)
+    with kg.tidy():
+        expected = run(kg.tensor(x)).numpy()
+        out, p = profiled(run, in_storage(x, "texture"))
+        assert_in_place(p, out, ("texture",))
+        np.testing.assert_array_equal(out.numpy(), expected)
+    np.testing.assert_allclose(expected, np.asarray(reference(x)), rtol=1e-5, atol=1e-5)
+
+
+# -------------------------------------------------------------------------------------------------
+# The cases above, and what stays as it was
+# -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shapes", [{name: a for name, (a, _) in BINARY_SHAPES.items()},
+                                    AFFINE_SHAPES, WINDOW_SHAPES],
+                         ids=["binary", "affine", "window"])
+def test_the_cases_past_a_row_span_rows_of_their_textures(shapes):
+    spanning = [name for name, shape in shapes.items() if past_one_row(shape)]
+    assert spanning == [name for name in shapes if "past a row" in name]
+
+
+def test_an_op_without_an_image_path_still_copies_a_texture_operand():
+    # layer_norm.comp reads storage buffers only: its texture input is copied first, and its
+    # result (every operand was a texture) copied into a texture after, as before.
+    x = rand((3, 8), 14)
+    with kg.tidy():
+        expected = normalization.layer_norm(kg.tensor(x)).numpy()
+        out, p = profiled(normalization.layer_norm, in_storage(x, "texture"))
+        kernels = [e.kernel.split()[0] for e in p.events]
+        assert kernels[0] == "texture_to_buffer.comp" and kernels[-1] == "buffer_to_texture.comp"
+        assert out.storage == "texture"
+        np.testing.assert_array_equal(out.numpy(), expected)
+
+
+def test_a_chain_of_texture_ops_makes_no_copies():
+    x, s, t = rand((2, 12, 12, 8), 15), rand((8,), 16, 0.5, 2.0), rand((8,), 17)
+    with kg.tidy():
+        expected = pool.global_pool(
+            pool.pool2d(elementwise.unary("relu", normalization.scale_shift(
+                kg.tensor(x), kg.tensor(s), kg.tensor(t))), "max", (2, 2), (2, 2)), "avg").numpy()
+        textures = [in_storage(v, "texture") for v in (x, s, t)]
+        with kg.profile(gpu_timing=False) as p:
+            out = pool.global_pool(pool.pool2d(elementwise.unary(
+                "relu", normalization.scale_shift(*textures)), "max", (2, 2), (2, 2)), "avg")
+        assert [e.kernel.split()[0] for e in p.events] == [
+            "channel_affine.comp", "unary.comp", "pool2d.comp", "global_pool.comp"]
+        assert out.storage == "texture"
+        np.testing.assert_array_equal(out.numpy(), expected)
+
+
+@pytest.mark.parametrize("shader, output", [
+    ("binary.comp", 2), ("binary_vec4.comp", 2), ("unary.comp", 1), ("channel_affine.comp", 3),
+    ("pool2d.comp", 1), ("global_pool.comp", 1), ("pad_crop2d.comp", 1)])
+def test_the_kernels_still_write_only_their_output_binding(shader, output):
+    # Execution plans find the storage buffers a kernel writes from its text: a stand-in bound
+    # where a texture operand is read must not count as written, or no plan could be made.
+    assert written_bindings(shader, {}) == {output}

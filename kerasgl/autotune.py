@@ -10,8 +10,9 @@ the next, must not flip a choice. Every variant computes the same values (the te
 them all), so a choice only changes speed. Each variant is compiled once before it is timed; the
 first run on a device costs the compiles (seconds on llvmpipe, which JIT-compiles each program).
 The tiled GEMM's tile shape is timed on the tiled GEMM whatever else is chosen (a trial's
-`forces`), so that its choice means something wherever the tiled kernels run; a shape the device
-cannot run (ops/gemm_tiles.py) is left out of its trial.
+`forces`), so that its choice means something wherever the tiled kernels run, and the tiled
+depthwise kernel's on that kernel, before depthwise_tiled is decided with the shape chosen; a
+shape the device cannot run (ops/gemm_tiles.py, ops/conv.py) is left out of its trial.
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ class Trial:
 
 
 TILED = (("matmul_tiled", True), ("matmul_as_conv", False))     # the tile trials run tiled GEMMs
+DW_TILED = (("depthwise_tiled", True),)     # ... and the tiled depthwise kernel
 
 
 TRIALS = (
@@ -59,18 +61,21 @@ TRIALS = (
     Trial("gemm_tile_k", (8, 16, 32), "gemm", TILED),
     Trial("conv_gemm", (False, True), "conv"),
     Trial("depthwise_views", (False, True), "depthwise"),
+    Trial("depthwise_tile_c", (2, 4, 8), "depthwise", DW_TILED),
+    Trial("depthwise_tile_pix", (1, 2, 4), "depthwise", DW_TILED),
+    Trial("depthwise_tiled", (False, True), "depthwise"),
     Trial("window_views", (False, True), "pool"),
     Trial("elementwise_views", (False, True), "add"),
 )
 
 
-def _workloads(scale: int):
-    """(name -> a function running that op once, returning its result; a function releasing the
-    inputs made here). Inputs are kept out of any tidy scope: they outlive the calls."""
+def _workloads(scale: int) -> dict:
+    """name -> a function running that op once, returning its result. The inputs made here
+    belong to the caller's tidy scope, which frees them."""
     rng = np.random.default_rng(0)
 
     def upload(array):
-        return ownership.keep(tensor(np.asarray(array, np.float32)))
+        return tensor(np.asarray(array, np.float32))
 
     side = 8 * scale
     x = upload(rng.standard_normal((1, side, side, 64)))
@@ -94,13 +99,7 @@ def _workloads(scale: int):
         "pool": lambda: pool.pool2d(x, "max", (2, 2), (2, 2)),
         "add": lambda: elementwise.add(x, x),
     }
-
-    def release():
-        ownership.dispose([x, a, b, big_a, big_b])
-        for kernel in kernels.values():
-            kernel.dispose()
-        depthwise.dispose()
-    return work, release
+    return work
 
 
 def _time(run, repeats: int) -> float:
@@ -118,10 +117,12 @@ def _time(run, repeats: int) -> float:
 
 
 def _runs_here(values: dict) -> bool:
-    """Whether the tiled GEMM's tile shape in `values` fits this device (ops/gemm_tiles.py)."""
+    """Whether the tiled GEMM's tile shape in `values` fits this device (ops/gemm_tiles.py), and
+    the tiled depthwise kernel's (ops/conv.py tuned_depthwise_tiles)."""
     with settings.override(tuning=_setting_text(values)):
         try:
             gemm_tiles.current()
+            conv.tuned_depthwise_tiles()
         except SettingError:
             return False
     return True
@@ -149,8 +150,9 @@ def measure(scale: int = 4, repeats: int = 3, report=None, rounds: int = ROUNDS)
     with each value's time per round. Each variant runs under a tuning override (kerasgl/settings.py), never by
     changing os.environ: the process's environment, and so its child processes', stay as they are."""
     chosen = {f.name: getattr(tuning.current(), f.name) for f in fields(tuning.Tuning)}
-    work, release = _workloads(scale)
-    try:
+
+    def trials() -> None:
+        work = _workloads(scale)
         for trial in TRIALS:
             forced = dict(trial.forces)
             values = [v for v in trial.values if v == chosen[trial.field]
@@ -167,8 +169,7 @@ def measure(scale: int = 4, repeats: int = 3, report=None, rounds: int = ROUNDS)
                 timings = ", ".join(f"{v}: " + "/".join(f"{t * 1e3:.2f}" for t in s) + " ms"
                                     for v, s in seconds.items())
                 report(f"{trial.field:20s} {timings}  -> {chosen[trial.field]}")
-    finally:
-        release()
+    ownership.tidy.run(trials)
     return chosen
 
 

@@ -39,7 +39,8 @@ from .saving.spec import ModelSpec, TensorRef
 from .tensors.tensor import SPLIT_ADVICE, Tensor, tensor as upload, view
 from .model_api import KerasModelAPI
 from .model_memory import ModelMemory
-from .layers.base import FILE_RULES
+from .layers.base import FILE_RULES, Layer
+from .ops import half_weights
 from .layers.custom import custom_layer as custom_layers
 from .saving import layer_rules
 
@@ -48,40 +49,66 @@ from .saving import layer_rules
 layer_rules.install(FILE_RULES)
 
 # Model formats of other top-level features, asked before the Keras readers: each takes a path
-# and returns a loaded model, or None for a file not in its format (kerasgl/kerashub/ adds
-# KerasHub's .keras files and preset folders; this module does not import it).
+# (and load_model's storage_dtype, by keyword) and returns a loaded model, or None for a file not
+# in its format (kerasgl/kerashub/ adds KerasHub's .keras files and preset folders; this module
+# does not import it).
 MODEL_FORMATS: list = []
 
 
-def load_model(path, worker=None, custom_objects=None) -> "Model":
+def load_model(path, worker=None, custom_objects=None, storage_dtype="float32") -> "Model":
     """Load a Keras model file (.keras, Keras 3 or Keras 2 .h5; the format is read from the file's
     bytes) and upload its weights. Raises ModelFileError for a damaged or foreign file and
     UnsupportedLayerError listing every layer kerasgl cannot run. With `worker` (a kg.Worker) the
     model is loaded on the worker's thread and any thread may call its predict (a WorkerModel).
     `custom_objects` maps the Keras class names of custom layers to kerasgl layer classes
-    (subclasses of kg.CustomLayer; docs/custom_layers.md), as keras.models.load_model's does."""
+    (subclasses of kg.CustomLayer; docs/custom_layers.md), as keras.models.load_model's does.
+    `storage_dtype`: how the large weight matrices are stored on the GPU. "float32" (default)
+    keeps every weight as the file has it; "float16" stores Dense and EinsumDense kernels,
+    Conv1D/Conv2D kernels (transposed and separable convolutions' pointwise kernels too) and
+    Embedding tables as IEEE halves: about half the weights' GPU memory and traffic, while the
+    arithmetic stays float32 (the weights are rounded, not the sums). Biases, normalisation
+    parameters, depthwise kernels and activations stay float32. Results then differ from Keras's
+    by the rounding of the weights: docs/float16.md measures it per application model. Any other
+    value raises InputValueError; a weight beyond float16's range (65504) raises it at load."""
     path = model_path(path)
+    storage_dtype = check_storage_dtype(storage_dtype)
     if worker is not None and custom_objects:
         raise TypeError("load_model(worker=..., custom_objects=...) is not supported")
     if worker is not None:
-        return worker.load_model(path)
+        return worker.load_model(path, storage_dtype=storage_dtype)
     for load_format in MODEL_FORMATS:
-        model = load_format(path)
+        model = load_format(path, storage_dtype=storage_dtype)
         if model is not None:
             return model
     spec = saving.read_model(path)
     # The device policy's per-model hooks, or None (kerasgl/devices/policy.py; on llvmpipe a
-    # helper process then compiles the shaders from the last layer backwards meanwhile).
-    hooks = context.policy().model_loaded(path, spec, _compiled_with)
+    # helper process then compiles the shaders from the last layer backwards meanwhile). The
+    # helper loads the file as float32, so it would compile the float32 variants of the
+    # convolution and matmul kernels: not started for another storage dtype.
+    hooks = (context.policy().model_loaded(path, spec, _compiled_with)
+             if storage_dtype == "float32" else None)
     try:
         with custom_layers.using(custom_objects):
-            model = Model.from_spec(spec)
+            model = Model.from_spec(spec, storage_dtype=storage_dtype)
     except BaseException:
         if hooks is not None:
             hooks.model_disposed()
         raise
     model._device_hooks = hooks
     return model
+
+
+def check_storage_dtype(value) -> str:
+    """load_model's storage_dtype as its name, "float32" or "float16" (a numpy dtype or type
+    naming one is taken too); InputValueError naming anything else."""
+    try:
+        name = value if isinstance(value, str) else np.dtype(value).name
+    except TypeError:
+        name = None
+    if name not in half_weights.STORAGE_DTYPES:
+        raise InputValueError(f"load_model: storage_dtype={value!r} is not supported; it takes "
+                              f"{' or '.join(repr(d) for d in half_weights.STORAGE_DTYPES)}.")
+    return name
 
 
 def model_path(path, what: str = "load_model") -> str:
@@ -107,20 +134,22 @@ def _compiled_with() -> list:
     return [tuning.device_key(), version, dataclasses.astuple(tuning.current())]
 
 
-def load_model_from_json(architecture, weights_path) -> "Model":
+def load_model_from_json(architecture, weights_path, storage_dtype="float32") -> "Model":
     """A model from `model.to_json()` output (a JSON string or a path to it) plus a weights file
-    (`model.save_weights()`)."""
+    (`model.save_weights()`); storage_dtype as load_model's."""
     weights_path = model_path(weights_path, "load_model_from_json")
+    storage_dtype = check_storage_dtype(storage_dtype)
     spec = saving.load_weights_into(saving.read_architecture_json(architecture), weights_path)
-    return Model.from_spec(spec)
+    return Model.from_spec(spec, storage_dtype=storage_dtype)
 
 
 class Model(KerasModelAPI, ModelMemory):
     """A loaded Keras model whose weights live on the GPU until dispose()."""
 
-    def __init__(self, graph: Graph, spec: ModelSpec):
+    def __init__(self, graph: Graph, spec: ModelSpec, storage_dtype: str = "float32"):
         self._graph = graph
         self._spec = spec
+        self._storage_dtype = storage_dtype
         self._disposed = False
         self._plans = ModelPlans(graph, spec.name)     # compiled predict calls (kerasgl/plans/)
         self._device_hooks = None                      # set by load_model (devices/policy.py)
@@ -131,16 +160,20 @@ class Model(KerasModelAPI, ModelMemory):
         model_registry.register(self)
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> "Model":
-        """Build, check and upload a model from its normalised description (saving/spec.py)."""
+    def from_spec(cls, spec: ModelSpec, storage_dtype: str = "float32") -> "Model":
+        """Build, check and upload a model from its normalised description (saving/spec.py);
+        its large weight matrices stored as `storage_dtype` asks (load_model's)."""
+        storage_dtype = check_storage_dtype(storage_dtype)
         before = {id(t) for t in ownership.live_tensors()}
         graph = None
         try:
             graph = Graph.from_spec(spec)
+            if storage_dtype != Layer.storage_dtype:
+                _store_weights_as(graph, storage_dtype)     # before any layer is built
             host_stage.split(graph, layer_asset)    # lookup / text layers run on the CPU first
             graph.infer()
             _prepare_masks_everywhere(graph)
-            return cls(graph, spec)
+            return cls(graph, spec, storage_dtype)
         except BaseException as exc:
             if graph is not None:
                 graph.dispose()
@@ -200,6 +233,12 @@ class Model(KerasModelAPI, ModelMemory):
     @property
     def keras_major(self) -> int:
         return self._spec.keras_major
+
+    @property
+    def storage_dtype(self) -> str:
+        """How the large weight matrices are stored on the GPU: load_model's storage_dtype
+        ("float32" or "float16"; docs/float16.md)."""
+        return self._storage_dtype
 
     @property
     def inputs(self) -> list[TensorSpec]:
@@ -362,13 +401,14 @@ class Model(KerasModelAPI, ModelMemory):
             parts: list[list[Tensor]] = [[] for _ in wanted]
             for step in range(steps):
                 start, stop = step * batch_size, min(count, (step + 1) * batch_size)
-                batch = [batch_slice(t, start, stop) for t in buffers]
-                for i, out in enumerate(self._plans.predict_tensors(batch, wanted)):
+                # A scope per batch: its slices are freed before the next batch is cut.
+                outs = ownership.tidy.run(lambda: self._plans.predict_tensors(
+                    [batch_slice(t, start, stop) for t in buffers], wanted))
+                for i, out in enumerate(outs):
                     parts[i].append(out)
-                ownership.dispose(batch)
                 progress.update(step + 1)
             results = [concat_batches(p) for p in parts]
-            ownership.dispose(parts)
+            ownership.dispose(parts)          # (a layer may hand back a kept tensor)
             return results
         # The tidy function form frees every temporary (uploads, slices, batches) and hands the
         # results to the caller's scope.
@@ -472,6 +512,28 @@ def _owned_by_scope(t: Tensor) -> Tensor:
     plain = view(t, t.shape)
     t.dispose()
     return plain
+
+
+def _store_weights_as(graph: Graph, storage_dtype: str) -> None:
+    """Set storage_dtype on every layer of the graph before it is built: nested models' layers,
+    and the layers that wrappers hold (TimeDistributed, Bidirectional, SpectralNormalization),
+    as layers/base.py gpu_weights finds them. Each layer keeps its own: models loaded with
+    different storage dtypes share nothing."""
+    graphs, seen = [graph], set()
+    while graphs:
+        layers = list(graphs.pop().layers.values())
+        while layers:
+            layer = layers.pop()
+            if id(layer) in seen or not isinstance(layer, Layer):
+                continue
+            seen.add(id(layer))
+            if isinstance(layer, NestedModel):
+                graphs.append(layer.graph)
+                continue
+            layer.storage_dtype = storage_dtype
+            for value in vars(layer).values():
+                layers += [item for item in (value if isinstance(value, (list, tuple)) else (value,))
+                           if isinstance(item, Layer)]
 
 
 def _prepare_masks_everywhere(graph: Graph) -> None:

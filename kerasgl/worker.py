@@ -103,9 +103,10 @@ class Worker:
         return self._closed
 
     # -- models ---------------------------------------------------------------------------------
-    def load_model(self, path) -> "WorkerModel":
-        """kg.load_model on the worker: a model whose predict any thread may call."""
-        return WorkerModel(self, self.call(load_model, path))
+    def load_model(self, path, storage_dtype="float32") -> "WorkerModel":
+        """kg.load_model on the worker: a model whose predict any thread may call
+        (storage_dtype: load_model's)."""
+        return WorkerModel(self, self.call(load_model, path, storage_dtype=storage_dtype))
 
     def memory(self):
         """kg.memory(), read on the worker (the registry it reads changes under running jobs)."""
@@ -170,6 +171,10 @@ class WorkerModel:
     @property
     def source(self) -> str:
         return self._model.source
+
+    @property
+    def storage_dtype(self) -> str:
+        return self._model.storage_dtype
 
     @property
     def inputs(self):

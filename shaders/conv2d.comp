@@ -50,13 +50,13 @@ layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 #define LOAD_X(i) x[i]
 #endif
-#if W_VIEW
-layout(rgba32f, binding = 1) readonly uniform imageBuffer w_view;
-#define LOAD_W(i) imageLoad(w_view, i)
-#else
-layout(std430, binding = 1) readonly buffer W { vec4 w[]; };
-#define LOAD_W(i) w[i]
-#endif
+// The weights through half_weights.glsl: float32, or float16 (WEIGHTS_F16: load_model's
+// storage_dtype) unpacked to float32 as read, from an rg32ui view with W_VIEW.
+#define W_BINDING 1
+#define W_IMAGE W_VIEW
+#define W_VEC4 1
+#include "half_weights.glsl"
+#define LOAD_W(i) load_w4(i)
 layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
 // RESIDUAL: a tensor of the output's layout added before the activation (a residual connection's
 // Add, fused at load: kerasgl/fusion.py); read through a view (R_VIEW) like the input.

@@ -6,6 +6,9 @@
 // PIX * KW): llvmpipe gathers every SSBO load lane by lane, so loads are what this kernel costs.
 // Channel blocks vary fastest across invocations. Weights are packed once as
 // [kh][kw][cout padded to 4] (vec4), bias as [cout padded to 4].
+// TILED (GPUs: kerasgl/runtime/tuning.py depthwise_tiled): work groups that stage their input
+// tile in shared memory instead, shaders/depthwise_conv2d_tiled.glsl; the same sums in the same
+// order, so the same values.
 #include "common.glsl"
 #include "activations.glsl"
 #if ACT_CLAMP
@@ -51,9 +54,13 @@ uniform int out_h;
 uniform int out_w;
 uniform int cout;       // cin * MULT
 uniform int cblocks;    // ceil(cout / 4)
-uniform int row_tiles;  // ceil(out_w / PIX)
 uniform int pad_top;
 uniform int pad_left;
+
+#if TILED
+#include "depthwise_conv2d_tiled.glsl"
+#else
+uniform int row_tiles;  // ceil(out_w / PIX)
 uniform uint n_work;    // batch * out_h * row_tiles * cblocks
 
 void main() {
@@ -124,3 +131,4 @@ void main() {
 #endif
     }
 }
+#endif

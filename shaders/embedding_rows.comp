@@ -6,7 +6,12 @@
 // CHECK. One invocation per output element.
 #include "common.glsl"
 layout(local_size_x = LOCAL_SIZE) in;
-layout(std430, binding = 0) readonly buffer Table { float table[]; };
+// The table through half_weights.glsl: float32, or float16 (WEIGHTS_F16: load_model's
+// storage_dtype) unpacked to float32 as read.
+#define W_BINDING 0
+#define W_IMAGE 0
+#define W_VEC4 0
+#include "half_weights.glsl"
 #if IDX_FLOAT
 layout(std430, binding = 1) readonly buffer Idx { float idx[]; };
 #else
@@ -35,5 +40,5 @@ void main() {
 #endif
         return;
     }
-    outv[i] = table[row * dim + col];
+    outv[i] = load_w(row * dim + col);
 }

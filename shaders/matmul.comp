@@ -16,6 +16,8 @@
 //   A_VIEW      (with A_VEC4) A read through an rgba32f imageBuffer view of its buffer
 //   B_VIEW      (with B_VEC4) likewise B: same values, but llvmpipe gathers image loads where it
 //               loops over lanes for storage-buffer loads (kerasgl/buffer_views.py)
+//   WEIGHTS_F16 B is float16 weights (load_model's storage_dtype), unpacked to float32 as read
+//               (half_weights.glsl; an rg32ui view with B_VIEW)
 //   C_VEC4      N, c_rs and c_off % 4 == 0: C rows are written as vec4
 //   HAS_BIAS    add bias[n] (BIAS_VEC4 when N % 4 == 0)
 //   ACT         pointwise activation from activations.glsl, applied last
@@ -37,15 +39,11 @@ layout(std430, binding = 0) readonly buffer A { vec4 a4[]; };
 #else
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 #endif
-#if B_VIEW
-layout(rgba32f, binding = 1) readonly uniform imageBuffer b_view;
-#define B4(i) imageLoad(b_view, i)
-#elif B_VEC4
-layout(std430, binding = 1) readonly buffer B { vec4 b4[]; };
-#define B4(i) b4[i]
-#else
-layout(std430, binding = 1) readonly buffer B { float b[]; };
-#endif
+// B through half_weights.glsl: float32, or float16 weights (WEIGHTS_F16) unpacked as read.
+#define W_BINDING 1
+#define W_IMAGE B_VIEW
+#define W_VEC4 B_VEC4
+#include "half_weights.glsl"
 #if BIAS_VEC4
 layout(std430, binding = 2) readonly buffer Bias { vec4 bias4[]; };
 #else
@@ -79,14 +77,14 @@ float load_a(int base, int m, int k) {
 vec4 load_b_row(int base, int k, int n) {
     // B[k, n..n+3]; columns past N read as 0 (only possible without B_VEC4).
 #if B_VEC4
-    return B4((base + k * b_rs + n) >> 2);
+    return load_w4((base + k * b_rs + n) >> 2);
 #else
     int i = base + k * b_rs + n * b_cs;
     vec4 v = vec4(0.0);
-    v.x = b[i];
-    if (n + 1 < N) v.y = b[i + b_cs];
-    if (n + 2 < N) v.z = b[i + 2 * b_cs];
-    if (n + 3 < N) v.w = b[i + 3 * b_cs];
+    v.x = load_w(i);
+    if (n + 1 < N) v.y = load_w(i + b_cs);
+    if (n + 2 < N) v.z = load_w(i + 2 * b_cs);
+    if (n + 3 < N) v.w = load_w(i + 3 * b_cs);
     return v;
 #endif
 }

@@ -8,6 +8,7 @@
 // Defines: the tile shape (TILE_M, TILE_N, TILE_K, BLOCK_M, BLOCK_N: kerasgl/ops/gemm_tiles.py),
 //   A_VIEW / B_VIEW   A / B read through rgba32f imageBuffer views of their buffers
 //   B_ALONG_K         B is read transposed (matmul's transpose_b: b_rs == 1, contiguous along k)
+//   WEIGHTS_F16       B is float16 weights, unpacked to float32 as read (half_weights.glsl)
 //   HAS_BIAS, ACT, BROADCAST as in matmul.comp.
 #include "common.glsl"
 #include "activations.glsl"
@@ -20,13 +21,12 @@ layout(rgba32f, binding = 0) readonly uniform imageBuffer a_view;
 layout(std430, binding = 0) readonly buffer A { vec4 a4[]; };
 #define A4(i) a4[i]
 #endif
-#if B_VIEW
-layout(rgba32f, binding = 1) readonly uniform imageBuffer b_view;
-#define B4(i) imageLoad(b_view, i)
-#else
-layout(std430, binding = 1) readonly buffer B { vec4 b4[]; };
-#define B4(i) b4[i]
-#endif
+// B through half_weights.glsl: float32, or float16 weights (WEIGHTS_F16) unpacked as read.
+#define W_BINDING 1
+#define W_IMAGE B_VIEW
+#define W_VEC4 1
+#include "half_weights.glsl"
+#define B4(i) load_w4(i)
 layout(std430, binding = 2) readonly buffer Bias { vec4 bias4[]; };
 layout(std430, binding = 3) writeonly buffer C { vec4 c4[]; };
 

@@ -4,7 +4,8 @@ with that setting; the name keeps pytest from collecting them in the main run, w
 
 Under the plain policy whole models dispatch (almost) every invocation in work groups of whole
 64-lane waves (two NVIDIA warps, one AMD wave64), every large dispatch in groups of 64 to 256,
-and the GPU-shaped kernels (the implicit-GEMM convolution, the tiled GEMM) are what runs.
+and the GPU-shaped kernels (the implicit-GEMM convolution, the tiled GEMM, the depthwise
+convolution that stages its input tile in shared memory) are what runs.
 Invocations and work group sizes come from the profiler (kerasgl/profiler/)."""
 import os
 
@@ -59,3 +60,7 @@ def test_models_dispatch_in_whole_waves(name, tmp_path):
             assert 64 <= size <= 256 and size % 64 == 0, (event.kernel, event.local_size)
     gemm = [e.kernel.split() for e in events if e.kernel.startswith("conv_gemm.comp")]
     assert {"POINTWISE" in defines for defines in gemm} == ({True, False} if windowed else {True})
+    # MobileNetV2's depthwise convolutions (ResNet50 has none) on the tiled kernel.
+    depthwise = [e for e in events if e.kernel.startswith("depthwise_conv2d.comp")]
+    assert len(depthwise) == (17 if name == "MobileNetV2" else 0), len(depthwise)
+    assert all("TILED" in e.kernel.split() and e.group_invocations == 256 for e in depthwise)

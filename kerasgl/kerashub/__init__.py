@@ -45,9 +45,9 @@ def load_tokenizer(path):
     return found
 
 
-def _load_if_kerashub(path: str):
+def _load_if_kerashub(path: str, storage_dtype: str = "float32"):
     files = read(path) if os.path.exists(path) else None
-    return None if files is None else build_model(files)
+    return None if files is None else build_model(files, storage_dtype)
 
 
 _model.MODEL_FORMATS.append(_load_if_kerashub)

@@ -77,8 +77,9 @@ def architecture(*class_names: str, model_class: type = HubModel):
     return decorate
 
 
-def build_model(files: HubFiles) -> HubModel:
-    """The kerasgl model for a KerasHub model's files (weights uploaded)."""
+def build_model(files: HubFiles, storage_dtype: str = "float32") -> HubModel:
+    """The kerasgl model for a KerasHub model's files (weights uploaded; the large weight
+    matrices stored as load_model's storage_dtype asks)."""
     found = ARCHITECTURES.get(files.class_name)
     if found is None:
         raise UnsupportedLayerError(
@@ -86,7 +87,7 @@ def build_model(files: HubFiles) -> HubModel:
             f"builds {', '.join(sorted(ARCHITECTURES))}.")
     spec = found.build(files)
     with custom_layer.using(HUB_LAYERS):
-        model = found.model_class.from_spec(spec)
+        model = found.model_class.from_spec(spec, storage_dtype=storage_dtype)
     model.hub_class = files.class_name
     model.hyperparameters = dict(hyperparameters(files.backbone_config, files.source))
     model.tokenizer_folder, model.preprocessor = files.tokenizer_folder, files.preprocessor

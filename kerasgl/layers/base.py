@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import ModelFileError, ShapeError, UnsupportedLayerError
 from ..saving.spec import LayerSpec
 from ..tensors import ownership
-from ..tensors.tensor import Tensor, tensor
+from ..tensors.tensor import HALF, Tensor, half_tensor, tensor
 from . import keras_api
 
 LAYER_CLASSES: dict[str, type] = {}
@@ -111,6 +111,13 @@ def declared_weight_count(class_name, config) -> int | None:
 class Layer:
     keras_class_names: tuple = ()
     shaders: tuple = ()
+    # How the layer stores its large weight matrices on the GPU: load_model's storage_dtype,
+    # set on every layer of the model before it is built ("float32" unless asked). The layers
+    # whose kernels read halves pass it to upload for those weights (Dense, EinsumDense,
+    # Embedding, ReversibleEmbedding, Conv1D/2D and their transposed and separable forms'
+    # pointwise kernels); biases, normalisation parameters, depthwise kernels and every other
+    # weight stay float32 whatever it says.
+    storage_dtype = "float32"
 
     # -- masks: what this layer does with a Keras mask (compiler/masks.py) ----------------------
     # "pass_through": the values do not depend on a mask; the output carries the input's
@@ -315,9 +322,15 @@ class Layer:
 
     def upload(self, array, dtype="float32", name: str | None = None) -> Tensor:
         """Put a prepared weight on the GPU; owned by this layer (exempt from tidy scopes). Its GL
-        object is labelled '<layer name>/<name>' ('conv2d_3/weight0' by default) for debuggers."""
+        object is labelled '<layer name>/<name>' ('conv2d_3/weight0' by default) for debuggers.
+        dtype "float16" stores it as IEEE halves (tensors/tensor.py half_tensor), for the
+        kernels that read them only (ops/half_weights.py): what storage_dtype asks of the
+        layer's large weight matrices."""
         label = f"{self.name}/{name or f'weight{len(self._gpu_weights)}'}"
-        weight = ownership.keep(tensor(np.ascontiguousarray(array), dtype=dtype, label=label))
+        if dtype == HALF:
+            weight = ownership.keep(half_tensor(array, label=label))
+        else:
+            weight = ownership.keep(tensor(np.ascontiguousarray(array), dtype=dtype, label=label))
         self._gpu_weights.append(weight)
         return weight
 

@@ -9,6 +9,11 @@ Where the device's tuning says conv_gemm (GPUs), a convolution of one group runs
 GEMM on the tiled GEMM kernel (shaders/conv_gemm.comp, ops/gemm_tiles.py), its weights packed as
 a plain [kh * kw * cin][cout] matrix, which conv2d.comp reads too (for what the GEMM kernel does
 not do: fused pooling, transposed convolutions, inputs whose channels are not a multiple of 4).
+
+pack_conv may store the weights as float16 (load_model's storage_dtype="float16",
+ops/half_weights.py): both kernels then read them through shaders/half_weights.glsl, unpacking
+the halves to float32 (an rg32ui view where the tuning reads weights through views); the bias,
+the input and the sums stay float32. Depthwise kernels are always float32.
 """
 from __future__ import annotations
 
@@ -18,10 +23,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..runtime import buffer_views, tuning
-from ..errors import GPULimitError, ShapeError
+from ..runtime import buffer_views, context, tuning
+from ..errors import GPULimitError, SettingError, ShapeError
 from ..tensors.tensor import Tensor, empty
-from . import dispatch, gemm_tiles, splits, work
+from . import dispatch, gemm_tiles, half_weights, splits, work
 from .storage_ops import any_storage
 
 def local_size() -> int:
@@ -128,7 +133,7 @@ class ConvPiece:
     larger than one storage block is several (ops/splits.py), one dispatch each."""
     first_block: int
     blocks: int
-    weights: Tensor          # [blocks][kh][kw][cin_pg][cout_vec] vec4
+    weights: Tensor          # [blocks][kh][kw][cin_pg][cout_vec] vec4 (float32, or float16 halves)
     bias: Tensor             # [blocks][cout_vec] vec4
     row_stride: int | None = None   # the kernel's, unless given (a matmul's piece of B: width / 4)
 
@@ -199,13 +204,16 @@ def choose_cout_vec(cout_pg: int) -> int:
 
 
 def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: Callable,
-              input_dilation: tuple = (1, 1), matrix: bool | None = None) -> ConvKernel:
+              input_dilation: tuple = (1, 1), matrix: bool | None = None,
+              dtype: str = "float32") -> ConvKernel:
     """Pack a Keras Conv2D kernel [kh, kw, cin_pg, cout] (Conv1D: [k, cin_pg, cout]) and bias.
     `upload(array) -> Tensor` puts an array on the GPU (a layer's `upload`, which owns it).
     matrix: lay the weights out as a matrix (what the implicit GEMM reads, and conv2d.comp too);
     None: where the device's tuning runs convolutions as GEMMs (conv_gemm) and the kernel is one
     group, not transposed. False for a kernel read by a shader that knows the packed layout only
-    (conv3d.comp)."""
+    (conv3d.comp).
+    dtype: how the packed weights are stored, "float32" or "float16" (halves, which conv2d.comp
+    and conv_gemm.comp read: not for conv3d.comp); the bias stays float32."""
     kernel = np.asarray(kernel, dtype=np.float32)
     if kernel.ndim == 3:
         kernel = kernel[None]
@@ -214,8 +222,10 @@ def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: 
         raise ShapeError(f"A grouped convolution needs filters ({cout}) divisible by groups ({groups}).")
     cout_pg = cout // groups
     cout_vec = choose_cout_vec(cout_pg)
+    item = half_weights.item_bytes(dtype)          # bytes per stored weight
     # Narrower blocks where one block's weights would not fit a storage block by itself.
-    while cout_vec > 1 and kh * kw * cin_pg * 16 * cout_vec + 32 > splits.storage_block_bytes():
+    while (cout_vec > 1
+           and kh * kw * cin_pg * 4 * item * cout_vec + 32 > splits.storage_block_bytes()):
         cout_vec //= 2
     block = 4 * cout_vec
     blocks_pg = math.ceil(cout_pg / block)
@@ -242,19 +252,23 @@ def pack_conv(kernel: np.ndarray, bias: np.ndarray | None, groups: int, upload: 
     # weights_layout may add 2 vec4s (32 bytes) to a piece.
     # The layer whose bound `upload` this is names itself in the error, if the kernel cannot fit.
     owner = getattr(getattr(upload, "__self__", None), "name", None)
-    cut = splits.pieces(n_blocks, w.shape[1] * 4,
+    cut = splits.pieces(n_blocks, w.shape[1] * item,
                         f"{f'Layer {owner!r}: its' if owner else 'A'} {kh}x{kw} convolution kernel"
                         f" of {cin_pg} to {cout} channels", f"block(s) of {block} output channels",
                         spare=32)
+
+    def stored(flat):     # the weights as the tuning lays them out, in `dtype`
+        return half_weights.upload_as(upload, weights_layout(flat), dtype)
+
     if matrix:
         rows = kh * kw * cin_pg
-        parts = tuple(ConvPiece(first, size, upload(weights_layout(np.ascontiguousarray(
+        parts = tuple(ConvPiece(first, size, stored(np.ascontiguousarray(
                           w[first:first + size].reshape(size, rows, block).transpose(1, 0, 2))
-                          .reshape(-1))), upload(b[first:first + size].reshape(-1)),
+                          .reshape(-1)), upload(b[first:first + size].reshape(-1)),
                           row_stride=size * cout_vec) for first, size in cut)
         return ConvKernel(parts, kh, kw, cin_pg, cout, groups, cout_vec, tuple(input_dilation),
                           block_stride=cout_vec)
-    parts = tuple(ConvPiece(first, size, upload(weights_layout(w[first:first + size].reshape(-1))),
+    parts = tuple(ConvPiece(first, size, stored(w[first:first + size].reshape(-1)),
                             upload(b[first:first + size].reshape(-1))) for first, size in cut)
     return ConvKernel(parts, kh, kw, cin_pg, cout, groups, cout_vec, tuple(input_dilation))
 
@@ -279,14 +293,14 @@ def not_power_of_two_texels(flat: np.ndarray) -> np.ndarray:
 
 
 def pack_conv_transpose(kernel: np.ndarray, bias: np.ndarray | None, stride_hw: tuple[int, int],
-                        upload: Callable) -> ConvKernel:
+                        upload: Callable, dtype: str = "float32") -> ConvKernel:
     """Pack a Keras Conv2DTranspose kernel [kh, kw, cout, cin] as the equivalent convolution's:
-    flipped in space, in and out swapped (1D: [k, cout, cin])."""
+    flipped in space, in and out swapped (1D: [k, cout, cin]); dtype as pack_conv's."""
     kernel = np.asarray(kernel, dtype=np.float32)
     if kernel.ndim == 3:
         kernel = kernel[None]
     flipped = kernel[::-1, ::-1].transpose(0, 1, 3, 2)
-    return pack_conv(flipped, bias, 1, upload, input_dilation=tuple(stride_hw))
+    return pack_conv(flipped, bias, 1, upload, input_dilation=tuple(stride_hw), dtype=dtype)
 
 
 # A matmul run on this kernel (ops/matmul.py) may use 20-pixel tiles: 1024^3 at 78 GFLOP/s where
@@ -411,13 +425,17 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     # computes its blocks of output channels, for every pixel, into the one output.
     for piece in kernel.pieces:
         piece_work = conv_work(x, kernel, piece, n_pixels, n * oh * ow, residual)
-        w_view = choice.conv_weights_image and buffer_views.fits(piece.weights.nbytes)
+        w_format = half_weights.view_format(piece.weights)    # float16: an rg32ui view
+        w_view = choice.conv_weights_image and buffer_views.fits(piece.weights.nbytes, w_format)
         row_stride = piece.row_stride or kernel.row_stride or kernel.cout_vec
         n_work = tiles * piece.blocks
-        views = ([(0, x, x_format)] if x_view else []) + ([(1, piece.weights)] if w_view else []) \
+        views = ([(0, x, x_format)] if x_view else []) \
+            + ([(1, piece.weights, w_format)] if w_view else []) \
             + ([(2, residual)] if defines["R_VIEW"] else [])
         buffers = [x, piece.weights, piece.bias, out] + ([residual] if residual is not None else [])
-        dispatch.run("conv2d.comp", defines={**defines, "W_VIEW": w_view}, buffers=buffers,
+        dispatch.run("conv2d.comp", defines={**defines, "W_VIEW": w_view,
+                                             **half_weights.defines(piece.weights)},
+                     buffers=buffers,
                      views=views, uniforms={**uniforms, "block_base": piece.first_block,
                                             "n_blocks": piece.blocks, "n_work": n_work,
                                             "w_row": row_stride},
@@ -448,11 +466,14 @@ def _conv_gemm(x, kernel, out, strides, dilation, pad, activation, residual) -> 
     block = 4 * kernel.cout_vec
     for piece in kernel.pieces:
         channels = piece_channels(kernel, piece)
-        w_view = choice.conv_weights_image and buffer_views.fits(piece.weights.nbytes)
-        views = ([(0, x)] if x_view else []) + ([(1, piece.weights)] if w_view else []) \
+        w_format = half_weights.view_format(piece.weights)    # float16: an rg32ui view
+        w_view = choice.conv_weights_image and buffer_views.fits(piece.weights.nbytes, w_format)
+        views = ([(0, x)] if x_view else []) + ([(1, piece.weights, w_format)] if w_view else []) \
             + ([(2, residual)] if r_view else [])
         buffers = [x, piece.weights, piece.bias, out] + ([residual] if residual is not None else [])
-        dispatch.run("conv_gemm.comp", defines={**defines, "W_VIEW": w_view}, buffers=buffers,
+        dispatch.run("conv_gemm.comp", defines={**defines, "W_VIEW": w_view,
+                                                **half_weights.defines(piece.weights)},
+                     buffers=buffers,
                      views=views,
                      uniforms={**uniforms, "n_columns": channels,
                                "n_first": piece.first_block * block,
@@ -465,11 +486,13 @@ def conv_work(x, kernel: ConvKernel, piece: ConvPiece, computed: int, written: i
               residual) -> tuple[int, int]:
     """The work (ops/work.py) of one piece's dispatch: a multiply-add per tap, input channel,
     pixel `computed` (a fused pooling computes its windows' pixels) and output channel of the
-    piece; every input, weight, bias, output pixel `written` (and residual) value once."""
+    piece; every input, weight (2 bytes stored as float16), bias, output pixel `written` (and
+    residual) value once."""
     channels = piece_channels(kernel, piece)
     taps = kernel.kh * kernel.kw * kernel.cin_pg
     outputs = written * channels * (2 if residual is not None else 1)
-    moved = work.nbytes(x) + 4 * (taps * channels + channels + outputs)
+    moved = (work.nbytes(x) + half_weights.item_bytes(piece.weights.dtype) * taps * channels
+             + 4 * (channels + outputs))
     return 2 * computed * taps * channels, moved
 
 
@@ -536,10 +559,102 @@ def choose_row_tile(out_w: int, rows_x_blocks: int, stride: int, kernel_span: in
     return 1
 
 
+@dataclass(frozen=True)
+class DepthwiseTiles:
+    """The work group of the tiled depthwise kernel (shaders/depthwise_conv2d_tiled.glsl): h x w
+    output pixels for c vec4s of channels, pix adjacent outputs of a row per invocation, its
+    input tile (the outputs' window with the kernel's halo) staged in shared memory."""
+    h: int
+    w: int
+    c: int
+    pix: int
+
+    @property
+    def invocations(self) -> int:
+        return self.c * self.h * self.w // self.pix
+
+    def input_tile(self, strides, dilation, kh: int, kw: int) -> tuple[int, int]:
+        """(rows, columns) of input the tile's outputs read."""
+        return ((self.h - 1) * strides[0] + effective_size(kh, dilation[0]),
+                (self.w - 1) * strides[1] + effective_size(kw, dilation[1]))
+
+    def shared_bytes(self, strides, dilation, kh: int, kw: int) -> int:
+        rows, cols = self.input_tile(strides, dilation, kh, kw)
+        return rows * cols * self.c * 16
+
+    def problems(self, limits) -> list[str]:
+        """What makes this shape unusable whatever the kernel (empty: none)."""
+        found = []
+        if self.w % self.pix:
+            found.append(f"depthwise_tile_w={self.w} is not a multiple of "
+                         f"depthwise_tile_pix={self.pix}")
+        elif self.invocations > min(limits.max_work_group_invocations,
+                                    limits.max_work_group_size[0]):
+            found.append(f"a work group of {self.invocations} invocations (depthwise_tile_c x "
+                         f"depthwise_tile_h x depthwise_tile_w / depthwise_tile_pix) exceeds the "
+                         f"device's {limits.max_work_group_invocations} (sizes "
+                         f"{limits.max_work_group_size})")
+        return found
+
+
+_checked_tiles: dict = {}      # Tuning -> DepthwiseTiles, once checked
+
+
+def tuned_depthwise_tiles() -> DepthwiseTiles:
+    """The tile shape the device's tuning asks for; SettingError where it cannot run here."""
+    choice = tuning.current()
+    tiles = _checked_tiles.get(choice)
+    if tiles is None:
+        tiles = DepthwiseTiles(choice.depthwise_tile_h, choice.depthwise_tile_w,
+                               choice.depthwise_tile_c, choice.depthwise_tile_pix)
+        found = tiles.problems(context.limits())
+        if found:
+            raise SettingError(f"The tiled depthwise kernel's tile shape from the tuning "
+                               f"({tuning.ENV}, or its cache {tuning.cache_path()}) cannot run: "
+                               + "; ".join(found) + ".")
+        _checked_tiles[choice] = tiles
+    return tiles
+
+
+def depthwise_tiles(kernel: DepthwiseKernel, strides, dilation,
+                    out_h: int) -> DepthwiseTiles | None:
+    """The tiled kernel's work group for this convolution, where the device's tuning asks for it
+    (depthwise_tiled) and its input tile fits the device's shared memory
+    (GL_MAX_COMPUTE_SHARED_MEMORY_SIZE); None: the row kernel.
+
+    The tuning's tile, with the lanes that would idle moved along the row (the group keeps its
+    size): half the channel blocks while half still covers the kernel's (an image's 3 channels
+    take one vec4 of the 4), half the rows while half still covers the output's (a
+    DepthwiseConv1D runs on one row), each time twice the columns. Where that tile does not fit
+    (large strides or dilations: the halo grows with them), fewer channel blocks are tried, down
+    to whole 64-lane waves. A tile shape the device cannot run at all (an override) is refused,
+    naming the setting, like the GEMM tiles (ops/gemm_tiles.py)."""
+    if not tuning.current().depthwise_tiled:
+        return None
+    tiles = tuned_depthwise_tiles()
+    cblocks = math.ceil(kernel.cout / 4)
+    while tiles.c > 1 and tiles.c // 2 >= cblocks:
+        tiles = DepthwiseTiles(tiles.h, tiles.w * 2, tiles.c // 2, tiles.pix)
+    while tiles.h > 1 and tiles.h // 2 >= out_h:
+        tiles = DepthwiseTiles(tiles.h // 2, tiles.w * 2, tiles.c, tiles.pix)
+    room = context.limits().max_shared_memory_bytes
+    fewest = min(64, tiles.invocations)
+    while tiles.shared_bytes(strides, dilation, kernel.kh, kernel.kw) > room:
+        if tiles.c == 1 or tiles.invocations // 2 < fewest:
+            return None
+        tiles = DepthwiseTiles(tiles.h, tiles.w, tiles.c // 2, tiles.pix)
+    return tiles
+
+
 @any_storage
 def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilation=(1, 1),
                      padding=((0, 0), (0, 0)), activation=LINEAR) -> Tensor:
-    """Depthwise convolution of x [n, h, w, cin]: y[..., c * mult + m] = act(bias + sum x[..., c] * w)."""
+    """Depthwise convolution of x [n, h, w, cin]: y[..., c * mult + m] = act(bias + sum x[..., c] * w).
+
+    Runs shaders/depthwise_conv2d.comp: in work groups that stage their input tile in shared
+    memory where the device's tuning says depthwise_tiled (GPUs; depthwise_tiles), else with
+    each invocation reading the input window of a few adjacent outputs of a row itself (the
+    row kernel: llvmpipe's choice, and where a tile does not fit)."""
     x._check_alive()
     if x.ndim != 4 or x.shape[3] != kernel.cin:
         raise ShapeError(f"depthwise_conv2d expects an input [batch, height, width, {kernel.cin}]. "
@@ -556,27 +671,42 @@ def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilatio
     if out.size == 0:
         return out
     cblocks = math.ceil(cout / 4)
-    pix = choose_row_tile(ow, n * oh * cblocks, strides[1], effective_size(kernel.kw, dilation[1]))
-    row_tiles = math.ceil(ow / pix)
-    n_work = n * oh * row_tiles * cblocks
-    span = (pix - 1) * strides[1] + (kernel.kw - 1) * dilation[1] + 1
     act_defines, act_uniforms = activation_settings(activation)
     vec_in = kernel.multiplier == 1 and cin % 4 == 0
     choice = tuning.current()
     x_view = vec_in and choice.depthwise_views and buffer_views.fits(x.nbytes)
     w_view = choice.depthwise_views and buffer_views.fits(kernel.weights.nbytes)
-    lanes = local_size()
-    defines = {"LOCAL_SIZE": lanes, "PIX": pix, "SPAN": span, "MULT": kernel.multiplier,
-               "VEC_IN": vec_in, "VEC_OUT": cout % 4 == 0, "X_VIEW": x_view, "W_VIEW": w_view,
-               "KH": kernel.kh, "KW": kernel.kw, "STRIDE_H": strides[0], "STRIDE_W": strides[1],
-               "DIL_H": dilation[0], "DIL_W": dilation[1], **act_defines}
+    defines = {"MULT": kernel.multiplier, "VEC_IN": vec_in, "VEC_OUT": cout % 4 == 0,
+               "X_VIEW": x_view, "W_VIEW": w_view, "KH": kernel.kh, "KW": kernel.kw,
+               "STRIDE_H": strides[0], "STRIDE_W": strides[1], "DIL_H": dilation[0],
+               "DIL_W": dilation[1], **act_defines}
     uniforms = {"in_h": h, "in_w": w, "cin": cin, "out_h": oh, "out_w": ow, "cout": cout,
-                "cblocks": cblocks, "row_tiles": row_tiles, "pad_top": top, "pad_left": left,
-                "n_work": n_work, **act_uniforms}
+                "cblocks": cblocks, "pad_top": top, "pad_left": left, **act_uniforms}
+    tiles = depthwise_tiles(kernel, strides, dilation, oh)
+    if tiles is not None:
+        rows, cols = tiles.input_tile(strides, dilation, kernel.kh, kernel.kw)
+        tiles_h, tiles_w, cgroups = math.ceil(oh / tiles.h), math.ceil(ow / tiles.w), \
+            math.ceil(cblocks / tiles.c)
+        n_groups = n * cgroups * tiles_h * tiles_w
+        defines.update(TILED=True, LOCAL_SIZE=tiles.invocations, TILE_H=tiles.h, TILE_W=tiles.w,
+                       TILE_C=tiles.c, TPIX=tiles.pix, IN_TH=rows, IN_TW=cols,
+                       TSPAN=(tiles.pix - 1) * strides[1] + (kernel.kw - 1) * dilation[1] + 1)
+        uniforms.update(tiles_h=tiles_h, tiles_w=tiles_w, cgroups=cgroups, n_groups=n_groups)
+        groups = dispatch.groups_for(n_groups, 1)
+    else:
+        pix = choose_row_tile(ow, n * oh * cblocks, strides[1],
+                              effective_size(kernel.kw, dilation[1]))
+        row_tiles = math.ceil(ow / pix)
+        n_work = n * oh * row_tiles * cblocks
+        span = (pix - 1) * strides[1] + (kernel.kw - 1) * dilation[1] + 1
+        lanes = local_size()
+        defines.update(TILED=False, LOCAL_SIZE=lanes, PIX=pix, SPAN=span)
+        uniforms.update(row_tiles=row_tiles, n_work=n_work)
+        groups = dispatch.groups_for(n_work, lanes)
     taps = kernel.kh * kernel.kw
     dispatch.run("depthwise_conv2d.comp", defines=defines,
                  buffers=[x, kernel.weights, kernel.bias, out], uniforms=uniforms,
                  views=([(0, x)] if x_view else []) + ([(1, kernel.weights)] if w_view else []),
-                 groups=dispatch.groups_for(n_work, lanes),
+                 groups=groups,
                  work=(2 * out.size * taps, work.nbytes(x, out) + 4 * (taps + 1) * cout))
     return out

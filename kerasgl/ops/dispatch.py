@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import math
 
+from ..errors import ShapeError
 from ..runtime import buffer_views, context, recording, shaders
+from ..tensors.tensor import HALF
 
 MAX_GROUPS_PER_DIM = 65535
 DEFAULT_LOCAL_SIZE = 64
@@ -36,6 +38,8 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
         for array uniforms are cut to the length the compiler kept (GLSL compilers shrink an
         array to the elements the code can reach, and moderngl wants exactly that length).
     """
+    if not (defines and defines.get("WEIGHTS_F16")):
+        refuse_halves(name, buffers)
     program = shaders.program(name, defines)
     handles = [buf.gl_buffer() if hasattr(buf, "gl_buffer") else buf for buf in buffers]
     for binding, handle in enumerate(handles):
@@ -59,6 +63,18 @@ def run(name: str, *, defines: dict | None = None, buffers=(), images=(), views=
     if recording.recorders:
         recording.recorders[-1].dispatch(name, defines, program, buffers, handles, images,
                                          settings, groups, views, work)
+
+
+def refuse_halves(what: str, tensors) -> None:
+    """A float16 tensor (weights stored as halves, tensors/tensor.py HALF) is read only by the
+    kernels that unpack it, which say so with the define WEIGHTS_F16 (shaders/half_weights.glsl):
+    any other kernel (or copy) would read its words as float32, so it is refused here."""
+    for t in tensors:
+        if getattr(t, "dtype", None) == HALF:
+            raise ShapeError(
+                f"{what} cannot read a float16 tensor (of shape {list(t.shape)}): float16 holds "
+                "weights stored as halves (load_model's storage_dtype='float16'), which only "
+                "the Dense, EinsumDense, Embedding and convolution kernels read.")
 
 
 # Uniform writes skip values a program already holds: the table lives with the program cache.
@@ -85,6 +101,7 @@ def copy_buffer(dst, src, size: int, read_offset: int = 0, write_offset: int = 0
     """Copy `size` bytes between buffer tensors (GPU to GPU), recorded like a dispatch."""
     if size <= 0:
         return
+    refuse_halves("A buffer copy", (dst, src))
     if profilers:
         profilers[-1].copy(dst, src, size, read_offset, write_offset)
     else:

@@ -8,6 +8,10 @@ The kernel (shaders/matmul.comp) computes a block of TM x 4 outputs per invocati
 loads wherever the layout allows. Where the device's tuning says so (matmul_tiled: GPUs), a
 large product whose layout allows it runs as a tiled GEMM instead (shaders/matmul_tiled.comp,
 ops/gemm_tiles.py); where it says matmul_as_conv (llvmpipe), on the convolution kernel.
+
+B may be float16 weights (a Dense or EinsumDense kernel of a model loaded with
+storage_dtype="float16", ops/half_weights.py): every variant reads it through
+shaders/half_weights.glsl, unpacking the halves to float32; A, the bias and the sums stay float32.
 """
 from __future__ import annotations
 
@@ -16,8 +20,9 @@ from dataclasses import dataclass
 
 from ..runtime import buffer_views, tuning
 from ..errors import ShapeError
-from ..tensors.tensor import Tensor, empty, view
-from . import conv, dispatch, gemm_tiles, splits, work
+from ..tensors import ownership
+from ..tensors.tensor import HALF, Tensor, empty, view
+from . import conv, dispatch, gemm_tiles, half_weights, splits, work
 from .creation import zeros
 from .elementwise import broadcast_shape
 from .softmax import softmax as softmax_op
@@ -34,13 +39,15 @@ def activation_function(function: str | None) -> str:
     return function if function.startswith("act_") else f"act_{function}"
 
 
-def _check_operand(x, what: str) -> Tensor:
+def _check_operand(x, what: str, halves: bool = False) -> Tensor:
+    """x, checked: a live float32 tensor (or float16 weights, where `halves`: B's only)."""
     if not isinstance(x, Tensor):
         raise TypeError(f"matmul takes kerasgl Tensors; {what} is a {type(x).__name__}.")
     x._check_alive()
-    if x.dtype != "float32":
-        raise ShapeError(f"matmul takes float32 tensors. Received {what} of dtype {x.dtype} and "
-                         f"shape {list(x.shape)}.")
+    if x.dtype != "float32" and not (halves and x.dtype == HALF):
+        also = " (and float16 weights as b)" if halves else ""
+        raise ShapeError(f"matmul takes float32 tensors{also}. Received {what} of dtype "
+                         f"{x.dtype} and shape {list(x.shape)}.")
     if x.ndim == 0:
         raise ShapeError(f"matmul does not take scalars. Received {what} of shape [].")
     return x
@@ -155,7 +162,7 @@ def _matmul(a, b, bias, activation, activation_params, transpose_a, transpose_b,
     softmax = activation in ("softmax", "act_softmax")
     if softmax:
         activation = None
-    a, b = _check_operand(a, "a"), _check_operand(b, "b")
+    a, b = _check_operand(a, "a"), _check_operand(b, "b", halves=True)
     out_shape = matmul_shape(a.shape, b.shape, transpose_a, transpose_b)
     a_shape = (1,) + a.shape if a.ndim == 1 else a.shape
     b_shape = b.shape + (1,) if b.ndim == 1 else b.shape
@@ -217,10 +224,12 @@ def _matmul(a, b, bias, activation, activation_params, transpose_a, transpose_b,
     tiled = (choice.matmul_tiled and not softmax and a_aligned and (b_aligned or b_along_k)
              and c_aligned and M >= TILED_MIN_SIDE and N >= TILED_MIN_SIDE)
     views_wanted = choice.matmul_views
+    b_format = half_weights.view_format(b)         # float16 B: an rg32ui view of its words
     a_view = views_wanted and a_aligned and buffer_views.fits(a.nbytes)
-    b_view = views_wanted and (b_aligned or tiled) and buffer_views.fits(b.nbytes)
+    b_view = views_wanted and (b_aligned or tiled) and buffer_views.fits(b.nbytes, b_format)
     common = {"A_VIEW": a_view, "B_VIEW": b_view, "HAS_BIAS": bias is not None,
-              "ACT": activation_function(activation), "BROADCAST": not plain}
+              "ACT": activation_function(activation), "BROADCAST": not plain,
+              **half_weights.defines(b)}
     if tiled:
         tiles = gemm_tiles.current()
         shader = "matmul_tiled.comp"
@@ -247,12 +256,12 @@ def _matmul(a, b, bias, activation, activation_params, transpose_a, transpose_b,
     # An unused bias binding still needs a buffer bound: the output is a harmless stand-in.
     buffers = [a, b, bias if bias is not None else out, out]
     # The op's work, shared out over the dispatches by their batches (ops/work.py).
-    flops, moved = 2 * M * N * K * n_batch, work.nbytes(a, b, bias) + 4 * M * N * n_batch
+    flops, moved = 2 * M * N * K * n_batch, work.nbytes(a, bias) + b.nbytes + 4 * M * N * n_batch
     for base in range(0, n_batch, MAX_GROUPS_PER_DIM):
         uniforms["batch_base"] = base
         batches = min(MAX_GROUPS_PER_DIM, n_batch - base)
         dispatch.run(shader, defines=defines, buffers=buffers, uniforms=uniforms,
-                     views=([(0, a)] if a_view else []) + ([(1, b)] if b_view else []),
+                     views=([(0, a)] if a_view else []) + ([(1, b, b_format)] if b_view else []),
                      groups=(groups_x, groups_y, batches),
                      work=(flops * batches // n_batch, moved * batches // n_batch))
     return out
@@ -284,28 +293,22 @@ def _matmul_as_conv(a, columns, activation, activation_params, M, K, N, out_shap
     B: one, (0, b, bias), unless B is a ColumnSplit (whose pieces start on whole blocks)."""
     cout_vec = conv.choose_cout_vec(N)
     block = 4 * cout_vec
-    temporaries = []
-    try:
+
+    def compute():        # in a tidy scope: the zero biases, the views and y go at its end
         parts = []
         for first, b, bias in columns:
             width = b.shape[1]
             blocks = math.ceil(width / block)
             if bias is None:
                 bias = zeros((blocks * block,))
-                temporaries.append(bias)
+            # float16 B (weights) is read as such by the convolution kernels too.
             parts.append(conv.ConvPiece(first // block, blocks, b, bias, row_stride=width // 4))
         kernel = conv.ConvKernel(tuple(parts), 1, 1, K, N, 1, cout_vec, block_stride=cout_vec)
         pixels = view(a, (1, 1, M, K))
-        temporaries.append(pixels)
         y = conv.conv2d(pixels, kernel, activation=conv.Pointwise(
             activation_function(activation), tuple(activation_params)), widest_tile=conv.GEMM_PIX)
-        try:
-            return view(y, out_shape)
-        finally:
-            y.dispose()
-    finally:
-        for t in temporaries:
-            t.dispose()
+        return view(y, out_shape)
+    return ownership.tidy.run(compute)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -335,18 +338,22 @@ class ColumnSplit:
                 bias.dispose()
 
 
-def upload_dense(kernel, bias, upload, owner: str = "A Dense layer"):
+def upload_dense(kernel, bias, upload, owner: str = "A Dense layer", dtype: str = "float32"):
     """(kernel, bias) of a Dense on the GPU, through `upload(array) -> Tensor` (a layer's, which
     owns them): two tensors (bias None if absent), or, for a kernel larger than one storage
-    block, a ColumnSplit holding the bias too, and None. `owner` names the layer in errors."""
+    block, a ColumnSplit holding the bias too, and None. `owner` names the layer in errors.
+    dtype: how the kernel is stored, "float32" or "float16" (load_model's storage_dtype: halves,
+    which every matmul variant reads, ops/half_weights.py); the bias stays float32."""
     rows, columns = kernel.shape
     what = f"{owner}: its kernel of shape {list(kernel.shape)}"
     limit = splits.storage_block_bytes()
-    multiple = next((m for m in (SPLIT_COLUMNS, 4) if m * 4 * rows <= limit), 1)
-    cut = splits.pieces(columns, 4 * rows, what, "column(s)", multiple=multiple)
+    column_bytes = half_weights.item_bytes(dtype) * rows
+    multiple = next((m for m in (SPLIT_COLUMNS, 4) if m * column_bytes <= limit), 1)
+    cut = splits.pieces(columns, column_bytes, what, "column(s)", multiple=multiple)
     if len(cut) == 1:
-        return upload(kernel), (upload(bias) if bias is not None else None)
-    pieces = tuple((first, upload(kernel[:, first:first + width]),
+        return (half_weights.upload_as(upload, kernel, dtype),
+                upload(bias) if bias is not None else None)
+    pieces = tuple((first, half_weights.upload_as(upload, kernel[:, first:first + width], dtype),
                     upload(bias[first:first + width]) if bias is not None else None)
                    for first, width in cut)
     return ColumnSplit((rows, columns), pieces), None
@@ -362,15 +369,14 @@ def _split_matmul(rows: Tensor, split: ColumnSplit, activation, activation_param
             and (bias is None or piece.shape[1] % block == 0)
             for first, piece, bias in split.pieces):
         return _matmul_as_conv(rows, split.pieces, activation, activation_params, M, K, N, (M, N))
-    out = empty((M, N))
-    try:
+
+    def compute():        # in a tidy scope: `out` goes too if a piece fails
+        out = empty((M, N))
         for first, piece, bias in split.pieces:
             _matmul(rows, piece, bias, activation, activation_params, False, False, out=out,
                     out_column=first)
-    except BaseException:
-        out.dispose()
-        raise
-    return out
+        return out
+    return ownership.tidy.run(compute)
 
 
 def dense(x: Tensor, kernel, bias: Tensor | None = None, activation: str | None = None,
@@ -386,34 +392,25 @@ def dense(x: Tensor, kernel, bias: Tensor | None = None, activation: str | None 
         return _split_dense(x, kernel, activation, activation_params)
     if x.ndim == 2:
         return matmul(x, kernel, bias, activation, activation_params)
-    rows = view(x, (math.prod(x.shape[:-1]), x.shape[-1]))
-    try:
+
+    def compute():        # in a tidy scope: the views of the rows and the 2-D result go
+        rows = view(x, (math.prod(x.shape[:-1]), x.shape[-1]))
         flat = matmul(rows, kernel, bias, activation, activation_params)
-    finally:
-        rows.dispose()
-    try:
         return view(flat, x.shape[:-1] + (kernel.shape[1],))
-    finally:
-        flat.dispose()
+    return ownership.tidy.run(compute)
 
 
 def _split_dense(x: Tensor, kernel: ColumnSplit, activation, activation_params) -> Tensor:
     """dense over a ColumnSplit kernel: the rows in a buffer, one dispatch per piece (a softmax,
     which needs whole rows, runs after them)."""
     softmax = activation in ("softmax", "act_softmax")
-    temporaries = []
-    try:
+
+    def compute(x):       # in a tidy scope: every tensor made here but the result goes
         if x.storage != "buffer":
             x = to_buffer(x)
-            temporaries.append(x)
         rows = view(x, (math.prod(x.shape[:-1]), x.shape[-1]))
-        temporaries.append(rows)
         flat = _split_matmul(rows, kernel, None if softmax else activation, activation_params)
-        temporaries.append(flat)
         if softmax:
             flat = softmax_op(flat)
-            temporaries.append(flat)
         return view(flat, x.shape[:-1] + (kernel.shape[1],))
-    finally:
-        for t in temporaries:
-            t.dispose()
+    return ownership.tidy.run(compute, x)

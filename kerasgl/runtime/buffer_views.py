@@ -22,8 +22,9 @@ GL_TEXTURE_BUFFER = 0x8C2A
 GL_READ_ONLY = 0x88B8
 GL_MAX_TEXTURE_BUFFER_SIZE = 0x8C2B
 # Texel formats a view may have: GL internal format and bytes per texel. "rgba32f": texel i is
-# vec4 i of the buffer (most kernels); "r32f": texel i is float i (kernels reading scalars).
-FORMATS = {"rgba32f": (0x8814, 16), "r32f": (0x822E, 4)}
+# vec4 i of the buffer (most kernels); "r32f": texel i is float i (kernels reading scalars);
+# "rg32ui": texel i is words 2i, 2i+1, the 4 halves of vec4 i of float16 weights (half_weights.glsl).
+FORMATS = {"rgba32f": (0x8814, 16), "r32f": (0x822E, 4), "rg32ui": (0x823C, 8)}
 
 
 class TextureBufferView:

@@ -61,6 +61,18 @@ class Tuning:
     # Lanes per work group of the convolution kernels not run as GEMMs (and of depthwise ones):
     # 64 is two NVIDIA warps, one AMD wave64.
     conv_local_size: int = 64
+    # Depthwise convolutions in work groups that stage their input tile in shared memory once
+    # (shaders/depthwise_conv2d_tiled.glsl; ops/conv.py depthwise_tiles checks the shape against
+    # the device): depthwise_tile_h x depthwise_tile_w output pixels (plus the kernel's halo) for
+    # depthwise_tile_c vec4s of channels, depthwise_tile_pix adjacent outputs of a row per
+    # invocation. 8 x 8 pixels x 4 vec4s x 1: 256 invocations (whole warps and waves), 6.4 KiB of
+    # shared memory for a 3x3 kernel at stride 1, 18.5 KiB at stride 2; neighbouring lanes read
+    # neighbouring vec4s. Off: each invocation reads its input window itself (the row kernel).
+    depthwise_tiled: bool = True
+    depthwise_tile_h: int = 8
+    depthwise_tile_w: int = 8
+    depthwise_tile_c: int = 4
+    depthwise_tile_pix: int = 1
     # Packed convolution weights never 2^k vec4s long (one unread vec4 appended): for a driver
     # that compiles a second variant of a program for power-of-two image widths
     # (ops/conv.not_power_of_two_texels).

@@ -2,6 +2,11 @@
 tensor is stored as 32-bit words holding 0 or 1, as an int32 tensor is (bool -> int32 is a re-tag);
 its numpy() is np.bool_.
 
+A fourth dtype, "float16" (HALF), is for weights only: IEEE halves two per 32-bit word in a
+buffer, made by half_tensor() when a model is loaded with storage_dtype="float16", read by the
+kernels that unpack them (shaders/half_weights.glsl) and refused by every other op. It is not in
+DTYPES: no user call makes one, and its numpy() is np.float16.
+
 Thin on purpose: this module holds the data and its lifetime only. The operators and methods
 that compute (`a + b`, `x.relu()`, `x.sum()`, `x.to_texture()`, ...) are attached to Tensor by
 kerasgl/ops/tensor_methods.py, from the layer above, so that imports point one way. Its GL object
@@ -16,11 +21,19 @@ import numpy as np
 from ..runtime import context, recording
 from ..runtime.objects import GLObject
 from . import ownership as memory
-from ..errors import DisposedError, GPULimitError, ShapeError
+from ..errors import DisposedError, GPULimitError, InputValueError, ShapeError
 
 # kerasgl dtype -> the numpy dtype of its 32-bit words in GPU memory (a bool is a 0 / 1 word).
 DTYPES = {"float32": np.float32, "int32": np.int32, "bool": np.int32}
 STORAGE_KINDS = ("buffer", "texture")
+# Weights stored as IEEE half, two per 32-bit word in packHalf2x16's layout (element 2k in the low
+# 16 bits of word k; an odd count ends with a zero half): half the memory of float32.
+HALF = "float16"
+
+
+def word_count(size: int, dtype: str) -> int:
+    """The 32-bit words that hold `size` elements of `dtype` (two halves a word)."""
+    return (size + 1) // 2 if dtype == HALF else size
 
 
 def normalize_shape(shape) -> tuple[int, ...]:
@@ -74,7 +87,8 @@ class Tensor(memory.Owned):
 
     @property
     def nbytes(self) -> int:
-        return self.size * 4
+        """Bytes of its data on the GPU (a float16 tensor's: two elements per 4-byte word)."""
+        return 4 * ((self.size + 1) // 2 if self.dtype == HALF else self.size)
 
     @property
     def storage(self) -> str:
@@ -144,7 +158,9 @@ class Tensor(memory.Owned):
         if recording.recorders:
             recording.recorders[-1].read_back(gl)
         raw = gl.handle.read()
-        flat = np.frombuffer(raw, dtype=DTYPES[self.dtype])[: self.size]
+        # Halves two a word, element 2k in the low half: little-endian memory order is theirs.
+        words = np.float16 if self.dtype == HALF else DTYPES[self.dtype]
+        flat = np.frombuffer(raw, dtype=words)[: self.size]
         return as_numpy(flat.reshape(self.shape).copy(), self.dtype)
 
     def __array__(self, dtype=None, copy=None):
@@ -196,8 +212,12 @@ def empty(shape, dtype="float32", storage: str = "buffer", data: bytes | None = 
     """A new tensor with undefined contents (or `data`, raw bytes in C order)."""
     shape, dtype = normalize_shape(shape), normalize_dtype(dtype)
     _check_storage(storage)
+    return _allocate(shape, dtype, storage, data, label)
+
+
+def _allocate(shape: tuple, dtype: str, storage: str, data: bytes | None, label: str) -> Tensor:
     ctx = context.get_context()
-    nbytes = math.prod(shape) * 4
+    nbytes = word_count(math.prod(shape), dtype) * 4
     if storage == "buffer":
         limit = context.limits().max_ssbo_block_bytes
         if nbytes > limit:
@@ -246,6 +266,26 @@ def tensor(values, dtype=None, storage: str = "buffer", label: str = "tensor") -
     array = array.astype(DTYPES[dtype], copy=False)
     return empty(array.shape, dtype, storage, data=array.tobytes() if array.size else None,
                  label=label)
+
+
+def half_tensor(values, label: str = "tensor") -> Tensor:
+    """Upload float data as a float16 tensor (HALF): each value rounded to the nearest IEEE half,
+    two per 32-bit word, in a buffer. For weights (load_model's storage_dtype="float16"): only
+    the kernels that unpack halves read it. InputValueError for a finite value beyond the half's
+    range (|x| > 65504 rounds to infinity), which would change results far beyond rounding."""
+    array = np.asarray(values, dtype=np.float32)
+    with np.errstate(over="ignore"):          # an overflow is refused below, by name
+        halves = np.ascontiguousarray(array, dtype=np.float16).reshape(-1)
+    overflow = np.isinf(halves) & np.isfinite(array.reshape(-1))
+    if overflow.any():
+        largest = float(np.abs(array.reshape(-1)[overflow]).max())
+        raise InputValueError(
+            f"Weight '{label}' holds {int(overflow.sum())} value(s) beyond float16's range (up to "
+            f"{largest:.6g}; the largest half is 65504): stored as float16 they would become "
+            "infinite. Load this model with storage_dtype='float32'.")
+    if halves.size % 2:
+        halves = np.concatenate([halves, np.zeros(1, np.float16)])
+    return _allocate(array.shape, HALF, "buffer", halves.tobytes() if halves.size else None, label)
 
 
 def as_numpy(words: np.ndarray, dtype: str) -> np.ndarray:

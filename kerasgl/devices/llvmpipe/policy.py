@@ -30,11 +30,20 @@ from . import compile_ahead, placement, threads
 # against 2.3 (2.6) / 5.9 (6.1); GEMM 1024^3 15.6 (26.9) on the convolution kernel, 11.9 (13.1)
 # on matmul.comp, 1.5 (2.2) tiled 64x64, 4.5 (5.7) tiled 128x128 (a busy machine: every figure
 # about half the quiet one's, the ratios as measured).
+# No tiled depthwise kernel either (GPUs' default: the input tile staged in shared memory behind a
+# barrier, shaders/depthwise_conv2d_tiled.glsl): the row kernel, each invocation loading the
+# input columns of 8-16 outputs through image views, is 1.5-7x faster here. 3x3 MobileNetV2
+# shapes, batch 1, ms per call (kg.profile, %FMA / %BW of the device peak 93.5 GFLOP/s, 20.6
+# GB/s; load average 0.9-1.0 on the 2-core machine): 112x112x32 1.42 (5.5% / 11.0%) against
+# 6.46 tiled 8x8 pixels x 4 vec4s x 1 (1.2% / 2.4%) and 2.94 with 4 outputs per invocation;
+# 112x112x96 stride 2 1.04 against 7.22 / 4.06; 56x56x144 0.99 against 3.37 / 2.28; 14x14x576
+# 0.50 against 1.13 / 0.73; 7x7x960 0.19 against 0.70 / 0.74.
 TUNING_DEFAULTS = {
     "conv_weights_image": True, "conv_input_image": True, "matmul_views": True,
     "window_views": True, "depthwise_views": True, "elementwise_views": True,
     "matmul_as_conv": True, "conv_local_size": 8, "conv_weights_not_power_of_two": True,
     "conv_pix": 16, "conv_cout_vec": 8, "matmul_tiled": False, "conv_gemm": False,
+    "depthwise_tiled": False,
 }
 
 

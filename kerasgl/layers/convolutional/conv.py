@@ -1,7 +1,9 @@
 """Convolution layers (channels-last; channels_first by transposing): Conv1D/2D, DepthwiseConv1D/2D,
 SeparableConv1D/2D, Conv1DTranspose/Conv2DTranspose.
 
-Kernels are packed for the shaders once, in build(); call() only dispatches. 1D layers run as 2D
+Kernels are packed for the shaders once, in build(); call() only dispatches. Conv1D/2D kernels
+(transposed too, and a separable convolution's pointwise kernel) are stored as load_model's
+storage_dtype asks (float16: halves, ops/half_weights.py); depthwise kernels stay float32. 1D layers run as 2D
 over one row. Pointwise activations are fused into the convolution; softmax runs after it (on the
 layer's real output layout, so channels_first softmax sees the axis Keras's does).
 
@@ -19,6 +21,7 @@ import numpy as np
 
 from ...errors import ModelFileError, UnsupportedLayerError
 from ...ops import conv
+from ...tensors import ownership
 from .. import activation_functions, config_values
 from ..base import AffineFoldable, register
 from ..spatial_utils import SpatialLayer
@@ -153,13 +156,11 @@ class _ConvBase(AffineFoldable, SpatialLayer):
                      for size, (a, b) in zip(spatial, self._extra_padding))
 
     def call(self, inputs, **kwargs):
-        out = super().call(inputs)
+        convolve = super().call
         if self.fused is not None:
-            return out
-        try:
-            return activation_functions.apply(out, self.activation, self.keras_major, self.name)
-        finally:
-            out.dispose()
+            return convolve(inputs)
+        return ownership.tidy.run(lambda: activation_functions.apply(
+            convolve(inputs), self.activation, self.keras_major, self.name))
 
 
 class _Conv(_ConvBase):
@@ -207,7 +208,8 @@ class _Conv(_ConvBase):
         self.compute_output_shape(input_shape)
         kernel, bias = self.folded(self.weights_np[0], self.weights_np[1] if self.use_bias else None,
                                    lambda k, scale: k * scale)
-        self.kernel = conv.pack_conv(kernel, bias, self.groups, self.upload)
+        self.kernel = conv.pack_conv(kernel, bias, self.groups, self.upload,
+                                     dtype=self.storage_dtype)
         self.built = True
 
     def channels_last_call(self, x):
@@ -358,7 +360,8 @@ class _Separable(_ConvBase):
         self.depthwise = conv.pack_depthwise(self.weights_np[0], None, self.upload)
         kernel, bias = self.folded(self.weights_np[1], self.weights_np[2] if self.use_bias else None,
                                    lambda k, scale: k * scale)
-        self.pointwise = conv.pack_conv(kernel, bias, 1, self.upload)
+        # The pointwise kernel as storage_dtype asks; the depthwise one stays float32.
+        self.pointwise = conv.pack_conv(kernel, bias, 1, self.upload, dtype=self.storage_dtype)
         self.built = True
 
     def channels_last_call(self, x):
@@ -367,11 +370,8 @@ class _Separable(_ConvBase):
 
         def separable(x4):
             mid = conv.depthwise_conv2d(x4, self.depthwise, strides, dilation, padding)
-            try:
-                return conv.conv2d(mid, self.pointwise, activation=self.act)
-            finally:
-                mid.dispose()
-        return self.run_2d(x, separable)
+            return conv.conv2d(mid, self.pointwise, activation=self.act)
+        return ownership.tidy.run(self.run_2d, x, separable)
 
 
 @register("SeparableConv2D", "SeparableConvolution2D")
@@ -423,7 +423,8 @@ class _ConvTranspose(_ConvBase):
         strides = self.strides if self.spatial_rank == 2 else (1,) + self.strides
         kernel, bias = self.folded(self.weights_np[0], self.weights_np[1] if self.use_bias else None,
                                    lambda k, scale: k * scale[:, None])
-        self.kernel = conv.pack_conv_transpose(kernel, bias, strides, self.upload)
+        self.kernel = conv.pack_conv_transpose(kernel, bias, strides, self.upload,
+                                               dtype=self.storage_dtype)
         self.built = True
 
     def channels_last_call(self, x):

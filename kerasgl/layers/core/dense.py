@@ -7,6 +7,7 @@ import numpy as np
 
 from ...errors import ModelFileError
 from ...ops import matmul
+from ...tensors import ownership
 from .. import activation_functions, config_values
 from ..base import AffineFoldable, Layer, register
 
@@ -81,9 +82,11 @@ class Dense(AffineFoldable, Layer):
             kernel = kernel * scale
             bias = shift if bias is None else bias * scale + shift
         # A kernel larger than one storage block (VGG16's fc1) is held as column pieces, each
-        # with its bias (ops/matmul.py ColumnSplit; self.bias is then None).
+        # with its bias (ops/matmul.py ColumnSplit; self.bias is then None). The kernel is stored
+        # as load_model's storage_dtype asks (float16: halves); the bias stays float32.
         self.kernel, self.bias = matmul.upload_dense(kernel, bias, self.upload,
-                                                     f"Layer '{self.name}' (Dense)")
+                                                     f"Layer '{self.name}' (Dense)",
+                                                     dtype=self.storage_dtype)
         self.built = True
 
     def call(self, inputs, **kwargs):
@@ -93,11 +96,8 @@ class Dense(AffineFoldable, Layer):
         fn = self.fused
         if fn is None and self._softmax_in_matmul:
             return matmul.dense(inputs, self.kernel, self.bias, "softmax")
-        out = matmul.dense(inputs, self.kernel, self.bias,
-                           fn.function if fn else None, fn.params if fn else ())
         if fn is not None:
-            return out
-        try:
-            return activation_functions.apply(out, self.activation, self.keras_major, self.name)
-        finally:
-            out.dispose()
+            return matmul.dense(inputs, self.kernel, self.bias, fn.function, fn.params)
+        return ownership.tidy.run(lambda: activation_functions.apply(
+            matmul.dense(inputs, self.kernel, self.bias), self.activation, self.keras_major,
+            self.name))

@@ -16,6 +16,7 @@ import re
 import numpy as np
 
 from ...ops import elementwise, layout, matmul, reduce
+from ...tensors import ownership
 from ...tensors.tensor import view
 from .. import activation_functions
 from ..base import Layer, register
@@ -23,12 +24,6 @@ from ..base import Layer, register
 _FORMS = (re.compile(r"^([a-zA-Z]+),([a-zA-Z]+)->([a-zA-Z]+)$"),
           re.compile(r"^\.\.\.([a-zA-Z]+),([a-zA-Z]+)->\.\.\.([a-zA-Z]+)$"),
           re.compile(r"^([a-zA-Z]{2,})\.\.\.,([a-zA-Z]+)->([a-zA-Z]+)\.\.\.$"))
-
-
-def _disposing(*tensors):
-    for t in tensors:
-        if t is not None:
-            t.dispose()
 
 
 @register("EinsumDense")
@@ -121,44 +116,35 @@ class EinsumDense(Layer):
         elif bias is not None:
             self.bias_full = self.upload(bias, name="bias")
         self.fuse_in_matmul = self.fused is not None and self.bias_full is None
-        self.kernel = self.upload(kernel, name="kernel")
+        # Stored as load_model's storage_dtype asks (float16: halves, which matmul reads).
+        self.kernel = self.upload(kernel, dtype=self.storage_dtype, name="kernel")
         self.built = True
 
     def call(self, inputs, **kwargs):
         self.compute_output_shape(inputs.shape)
-        temps = []
-        try:
+
+        def compute():
             x = inputs
             if self.input_summed:
                 x = reduce.reduce_sum(x, axis=self.input_summed)
-                temps.append(x)
             if self.input_perm != tuple(range(len(self.input_perm))):
                 x = layout.transpose(x, self.input_perm)
-                temps.append(x)
             nb = len(self.batch)
             sizes = dict(zip(self.batch + self.rows + self.contract, x.shape))
             m = math.prod(sizes[c] for c in self.rows)
             k = math.prod(sizes[c] for c in self.contract)
             x = view(x, ((math.prod(x.shape[:nb]),) if nb else ()) + (m, k))
-            temps.append(x)
             fn = self.fused if self.fuse_in_matmul else None
             y = matmul.matmul(x, self.kernel, self.bias_t, fn.function if fn else None,
                               fn.params if fn else ())
-            temps.append(y)
             natural = tuple(sizes[c] for c in self.batch + self.rows) + \
                 tuple(self.kernel_sizes[c] for c in self.cols)
             y = view(y, natural)
-            temps.append(y)
             if self.output_perm != tuple(range(len(natural))):
                 y = layout.transpose(y, self.output_perm)
-                temps.append(y)
             if self.bias_full is not None:
                 y = elementwise.add(y, self.bias_full)
-                temps.append(y)
             if self.fuse_in_matmul:
-                temps.pop()
                 return y
-            out = activation_functions.apply(y, self.activation, self.keras_major, self.name)
-            return out
-        finally:
-            _disposing(*temps)
+            return activation_functions.apply(y, self.activation, self.keras_major, self.name)
+        return ownership.tidy.run(compute)

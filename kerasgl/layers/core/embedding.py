@@ -51,7 +51,8 @@ class Embedding(Layer):
         return masking.not_equal(inputs, 0)
 
     def build(self, input_shape):
-        self.table = self.upload(self.weights_np[0].astype(np.float32))
+        # Stored as load_model's storage_dtype asks (float16: halves, unpacked by the lookup).
+        self.table = self.upload(self.weights_np[0].astype(np.float32), dtype=self.storage_dtype)
         self.built = True
 
     def call(self, inputs, **kwargs):

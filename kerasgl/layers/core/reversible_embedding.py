@@ -11,6 +11,7 @@ import numpy as np
 
 from ...errors import ModelFileError
 from ...ops import elementwise, matmul
+from ...tensors import ownership
 from .embedding import Embedding
 from ..base import register
 
@@ -68,10 +69,11 @@ class ReversibleEmbedding(Embedding):
 
     def build(self, input_shape, reverse=False):
         table = self.weights_np[0].astype(np.float32)
-        self.table = self.upload(table, name="embeddings")
+        # Both stored as load_model's storage_dtype asks (float16: halves).
+        self.table = self.upload(table, dtype=self.storage_dtype, name="embeddings")
         reverse_kernel = table.T if self.tie_weights else self.weights_np[1].astype(np.float32)
         self.reverse_kernel = self.upload(np.ascontiguousarray(reverse_kernel),
-                                          name="reverse_embeddings")
+                                          dtype=self.storage_dtype, name="reverse_embeddings")
         self.built = True
 
     def call(self, inputs, reverse=False, **kwargs):
@@ -80,16 +82,8 @@ class ReversibleEmbedding(Embedding):
         self.compute_output_shape(inputs.shape, reverse=True)
         if self.soft_cap is None:
             return matmul.dense(inputs, self.reverse_kernel)
-        logits = matmul.dense(inputs, self.reverse_kernel)
-        try:
-            scaled = elementwise.div(logits, self.soft_cap)
-        finally:
-            logits.dispose()
-        try:
-            capped = elementwise.unary("tanh", scaled)
-        finally:
-            scaled.dispose()
-        try:
-            return elementwise.mul(capped, self.soft_cap)
-        finally:
-            capped.dispose()
+
+        def capped():
+            scaled = elementwise.div(matmul.dense(inputs, self.reverse_kernel), self.soft_cap)
+            return elementwise.mul(elementwise.unary("tanh", scaled), self.soft_cap)
+        return ownership.tidy.run(capped)

@@ -13,8 +13,9 @@
 //               storage buffer
 //   W_VEC4      1: the kernel reads vec4s (the buffer is declared as vec4s, or for halves as
 //               uvec2s: one load per vec4); 0: floats (halves: words)
-// and kerasgl sets WEIGHTS_F16 (1: the weights are halves; absent: float32). ops/dispatch.py
-// refuses a float16 tensor to any dispatch without WEIGHTS_F16.
+// and kerasgl sets WEIGHTS_F16 (1: the weights are halves; absent: float32), and with it
+// HALF_DECODE_INTEGER where the device policy asks for the integer decode below (llvmpipe).
+// ops/dispatch.py refuses a float16 tensor to any dispatch without WEIGHTS_F16.
 // Provides, for either storage:
 //   vec4 load_w4(int i)   weights 4i .. 4i+3 (i counts vec4s)
 //   float load_w(int i)   weight i
@@ -23,14 +24,19 @@
 #define WEIGHTS_F16 0
 #endif
 
+#ifndef HALF_DECODE_INTEGER
+#define HALF_DECODE_INTEGER 0
+#endif
+
 #if WEIGHTS_F16
+#if HALF_DECODE_INTEGER
 // Four halves (each in the low 16 bits of its lane) as float32s, exactly: a normal half's bits
 // moved into a float32's (exponent rebiased by 112), a subnormal or zero as its integer mantissa
 // times 2^-24, infinities and NaN as such; then the sign. The same values unpackHalf2x16 gives,
-// in vector integer operations: llvmpipe runs unpackHalf2x16 lane by lane, which made a 3x3
-// convolution over 56x56x64 (conv2d.comp, weights through a view) take 18.7 ms against float32
-// weights' 9.7; this takes 7.9 against 7.4 (2 shared cores, load average about 6; at about 2:
-// 3.9 against 3.5).
+// in vector integer operations. Chosen by the device policy (tuning half_decode_integer):
+// llvmpipe runs unpackHalf2x16 lane by lane, which made a 3x3 convolution over 56x56x64
+// (conv2d.comp, weights through a view) take 18.7 ms against float32 weights' 9.7; this takes
+// 7.9 against 7.4 (2 shared cores, load average about 6; at about 2: 3.9 against 3.5).
 vec4 halves_to_floats(uvec4 h) {
     uvec4 magnitude = h & 0x7fffu;
     vec4 v = uintBitsToFloat((magnitude << 13) + 0x38000000u);
@@ -49,6 +55,17 @@ vec4 words_to_vec4(uvec2 words) {
 float word_half(uint word, int which) {
     return halves_to_floats(uvec4(which != 0 ? word >> 16 : word & 0xffffu)).x;
 }
+#else
+// GPUs convert halves in hardware: the built-in, on the words as stored (packHalf2x16's layout).
+vec4 words_to_vec4(uvec2 words) {
+    return vec4(unpackHalf2x16(words.x), unpackHalf2x16(words.y));
+}
+
+float word_half(uint word, int which) {
+    vec2 both = unpackHalf2x16(word);
+    return which != 0 ? both.y : both.x;
+}
+#endif
 
 #if W_IMAGE
 layout(rg32ui, binding = W_BINDING) readonly uniform uimageBuffer w_half_view;

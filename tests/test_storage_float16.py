@@ -114,15 +114,17 @@ def used(kernels, name, *defines):
 
 
 # -- the conversion itself -------------------------------------------------------------------------
-def test_every_half_reads_as_its_float32():
+@pytest.mark.parametrize("decode", ["half_decode_integer=0", "half_decode_integer=1"])
+def test_every_half_reads_as_its_float32(decode):
     """All 65536 halves (zeros, subnormals, normals, infinities, NaN) through the scalar reads of
     embedding_rows.comp, and the finite ones through vec4 reads (a matmul by the identity on
-    matmul.comp, through a view and a storage buffer): each the float32 numpy gives for it."""
+    matmul.comp, through a view and a storage buffer): each the float32 numpy gives for it, with
+    the GPU's unpackHalf2x16 and with the integer decode llvmpipe's policy picks."""
     from kerasgl.ops.embedding_rows import gather_rows
     from kerasgl.tensors.tensor import half_tensor
     halves = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
     expected = halves.astype(np.float32)
-    with kg.tidy():
+    with settings.override(tuning=decode), kg.tidy():
         table = half_tensor(expected.reshape(-1, 64))
         assert table.dtype == "float16" and table.nbytes == 1 << 17
         assert np.array_equal(table.numpy().view(np.uint16).reshape(-1), halves.view(np.uint16))
@@ -134,7 +136,7 @@ def test_every_half_reads_as_its_float32():
     b = finite[:finite.size // 64 * 64].reshape(-1, 64)            # [K, 64]
     for tuning in ("matmul_tiled=0,matmul_as_conv=0,matmul_views=0",
                    "matmul_tiled=0,matmul_as_conv=0,matmul_views=1"):
-        with settings.override(tuning=tuning), kg.tidy():
+        with settings.override(tuning=f"{tuning},{decode}"), kg.tidy():
             got = matmul(kg.tensor(np.eye(b.shape[0], dtype=np.float32)), half_tensor(b)).numpy()
         np.testing.assert_array_equal(got, b)
 

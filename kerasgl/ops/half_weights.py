@@ -10,6 +10,7 @@ ops/dispatch.py refuses a float16 tensor to any dispatch without it.
 """
 from __future__ import annotations
 
+from ..runtime import tuning
 from ..tensors.tensor import HALF
 
 # The values load_model's storage_dtype takes.
@@ -21,8 +22,14 @@ def is_half(weights) -> bool:
 
 
 def defines(weights) -> dict:
-    """The define that makes a kernel read `weights` as halves ({} for float32 weights)."""
-    return {"WEIGHTS_F16": True} if is_half(weights) else {}
+    """The defines that make a kernel read `weights` as halves ({} for float32 weights): with the
+    GPU's built-in unpackHalf2x16, or the integer decode where the device policy asks for it
+    (tuning half_decode_integer: llvmpipe, which runs the built-in lane by lane)."""
+    if not is_half(weights):
+        return {}
+    if tuning.current().half_decode_integer:
+        return {"WEIGHTS_F16": True, "HALF_DECODE_INTEGER": True}
+    return {"WEIGHTS_F16": True}
 
 
 def view_format(weights) -> str:

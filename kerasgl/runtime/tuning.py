@@ -77,6 +77,10 @@ class Tuning:
     # that compiles a second variant of a program for power-of-two image widths
     # (ops/conv.not_power_of_two_texels).
     conv_weights_not_power_of_two: bool = False
+    # float16 weights (load_model's storage_dtype) decoded by integer arithmetic instead of the
+    # unpackHalf2x16 built-in (shaders/half_weights.glsl): for a driver that runs the built-in
+    # lane by lane; a GPU converts halves in hardware.
+    half_decode_integer: bool = False
 
 
 _current: Tuning | None = None

@@ -38,12 +38,15 @@ from . import compile_ahead, placement, threads
 # 6.46 tiled 8x8 pixels x 4 vec4s x 1 (1.2% / 2.4%) and 2.94 with 4 outputs per invocation;
 # 112x112x96 stride 2 1.04 against 7.22 / 4.06; 56x56x144 0.99 against 3.37 / 2.28; 14x14x576
 # 0.50 against 1.13 / 0.73; 7x7x960 0.19 against 0.70 / 0.74.
+# float16 weights decoded with integer vector operations (shaders/half_weights.glsl): llvmpipe runs
+# unpackHalf2x16 lane by lane (a 3x3 convolution over 56x56x64 with float16 weights 18.7 ms with
+# the built-in, 7.9 with the integer decode, 7.4 with float32 weights; load average about 6).
 TUNING_DEFAULTS = {
     "conv_weights_image": True, "conv_input_image": True, "matmul_views": True,
     "window_views": True, "depthwise_views": True, "elementwise_views": True,
     "matmul_as_conv": True, "conv_local_size": 8, "conv_weights_not_power_of_two": True,
     "conv_pix": 16, "conv_cout_vec": 8, "matmul_tiled": False, "conv_gemm": False,
-    "depthwise_tiled": False,
+    "depthwise_tiled": False, "half_decode_integer": True,
 }
 
 

@@ -5,6 +5,7 @@ all measured in one run on one machine.
     python scripts/bench.py                       # full run (about 10 minutes on 2 llvmpipe cores)
     python scripts/bench.py --models small_cnn,MobileNetV2 --skip-keras --repeats 5
     python scripts/bench.py --quick --json /tmp/b.json --markdown /tmp/b.md --plot none
+    python scripts/bench.py --onnxruntime-python /work/ort-venv/bin/python  # with ONNX Runtime
 
 Prints a table, writes JSON (--json, default docs/performance.json), the table section of
 docs/performance.md (between its markers; the hand-written intro stays) and a PNG plot
@@ -18,6 +19,11 @@ What is measured (docs/performance.md explains each column):
 - models: batch-1 latency and batch-N throughput of model.predict, kerasgl next to Keras-JAX on the
   same inputs; load_model -> first prediction in a fresh process (no compiled shader cached); bytes
   of intermediate tensors at the peak of one predict next to their naive sum.
+- with --onnxruntime-python PY (or KERASGL_BENCH_ORT_PYTHON=PY): what a CPU-only user would run
+  instead, ONNX Runtime on the same models (converted from tf-keras with tf2onnx), measured by
+  scripts/bench_onnxruntime.py under PY, a python of a separate environment with TensorFlow (kerasgl
+  never needs it; that script's docstring says how to make one), after the other models, at the
+  same batch sizes; its own table and JSON key ("onnxruntime"; per model row: "onnxruntime").
 
 GPU timings wait for the GPU (glFinish) before the clock stops, and leave out the upload of the
 inputs and the readback of the result (models include both: predict takes and returns numpy).
@@ -696,6 +702,65 @@ def bench_model(name: str, args, workdir: str) -> dict:
 
 
 # =================================================================================================
+# ONNX Runtime: scripts/bench_onnxruntime.py under another environment's python
+# =================================================================================================
+ORT_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_onnxruntime.py")
+ORT_ENV_VAR = "KERASGL_BENCH_ORT_PYTHON"
+
+
+def check_onnxruntime_python(python: str) -> str | None:
+    """Why `python` cannot run scripts/bench_onnxruntime.py (None when it can): the file is missing
+    or not executable, or the script's imports fail under it (`--check`: a few seconds)."""
+    if not os.path.isfile(python):
+        return f"{python} does not exist"
+    if not os.access(python, os.X_OK):
+        return f"{python} is not executable"
+    try:
+        proc = subprocess.run([python, ORT_SCRIPT, "--check"], capture_output=True, text=True,
+                              timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{python} {ORT_SCRIPT} --check failed: {exc}"
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        return f"{python} cannot run {os.path.basename(ORT_SCRIPT)}: {tail[0]}"
+    return None
+
+
+def run_onnxruntime(args, workdir: str) -> dict:
+    """Run scripts/bench_onnxruntime.py under args.onnxruntime_python on the benchmark's models,
+    batch, input size, repeats and budget, and read its JSON ({"env", "settings", "models"}), or
+    {"error": the end of its output} when it wrote none."""
+    result_path = os.path.join(workdir, "onnxruntime.json")
+    command = [args.onnxruntime_python, ORT_SCRIPT, "--models", ",".join(args.models),
+               "--batch", str(args.batch), "--size", str(args.size),
+               "--repeats", str(args.repeats), "--budget", str(args.budget), "--json", result_path]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    for line in proc.stderr.splitlines():       # its progress lines (TensorFlow's notices left out)
+        if line.startswith("onnxruntime:"):
+            print("  " + line, flush=True)
+    if not os.path.exists(result_path):
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
+        return {"error": "\n".join(tail) or f"exit status {proc.returncode}"}
+    with open(result_path) as handle:
+        return json.load(handle)
+
+
+def attach_onnxruntime(results: dict, ort: dict) -> None:
+    """Put ONNX Runtime's figures in results (its machine facts and settings under "onnxruntime",
+    each model's under that model's row), with kerasgl's time over ONNX Runtime's."""
+    results["onnxruntime"] = {k: v for k, v in ort.items() if k != "models"}
+    by_name = {r["model"]: r for r in ort.get("models", [])}
+    for row in results["models"]:
+        ours = by_name.get(row["model"], {"error": ort.get("error", "not measured")})
+        row["onnxruntime"] = ours
+        gl = row["kerasgl"]
+        if "b1_ms" in ours and "b1_ms" in gl:
+            row["kerasgl_over_ort_b1"] = gl["b1_ms"] / ours["b1_ms"]        # > 1: ORT faster
+        if "bn_images_per_s" in ours and "bn_images_per_s" in gl:
+            row["ort_over_kerasgl_bn"] = ours["bn_images_per_s"] / gl["bn_images_per_s"]
+
+
+# =================================================================================================
 # Report: table, JSON, markdown section, plot, verdicts
 # =================================================================================================
 def fmt(value, spec=".1f", none="-") -> str:
@@ -876,6 +941,8 @@ def markdown_tables(results: dict) -> str:
                 f"| {mb(plan.get('peak_live_bytes'))} | {mb(plan.get('naive_bytes'))} "
                 f"| {mb(mem['peak_bytes'])} | {mb(mem['created_bytes'])} "
                 f"| {r['peak_over_naive']:.0%} ({r['peak_source']}) |")
+        if results.get("onnxruntime"):
+            lines += onnxruntime_table(results)
         failures = [r for r in results["models"] if "error" in r["kerasgl"]]
         lines += [f"- kerasgl failed on {r['model']}: `{r['kerasgl']['error'].splitlines()[-1][:300]}`"
                   for r in failures]
@@ -889,6 +956,46 @@ def markdown_tables(results: dict) -> str:
     if results.get("plot"):
         lines += [f"![model figures]({os.path.basename(results['plot'])})", ""]
     return "\n".join(lines)
+
+
+def last_line(text, limit: int = 200) -> str:
+    lines = str(text or "").strip().splitlines()
+    return lines[-1][:limit] if lines else "no output"
+
+
+def onnxruntime_table(results: dict) -> list[str]:
+    """Markdown lines: ONNX Runtime's figures beside kerasgl's and Keras's (--onnxruntime-python)."""
+    ort, batch = results["onnxruntime"], results["settings"]["batch"]
+    env = ort.get("env")
+    if env is None:
+        return ["", "### Models: ONNX Runtime (CPU)", "",
+                f"ONNX Runtime failed: `{last_line(ort.get('error'))}`"]
+    v = env["versions"]
+    lines = ["", "### Models: ONNX Runtime (CPU) beside kerasgl and Keras", "",
+             f"ONNX Runtime {v['onnxruntime']}, {env['provider']}, {env['threads']} intra-op threads "
+             f"({env['cores']} cores), {env['graph_optimization']}; models built by tf-keras "
+             f"{v['tf_keras']} (TensorFlow {v['tensorflow']}) and converted by tf2onnx "
+             f"{v['tf2onnx']} (opset {env['opset']}), with random weights of their own (tf-keras "
+             "initialises otherwise than Keras 3); load average at its start "
+             f"{env['load_average_start'][0]:.2f}, at its end {env['load_average_end'][0]:.2f}.", "",
+             f"| model | kerasgl b1 ms | Keras b1 ms | ORT b1 ms | kerasgl/ORT time "
+             f"| kerasgl b{batch} img/s | Keras b{batch} img/s | ORT b{batch} img/s "
+             f"| ORT/kerasgl | ORT session -> first result, s | ORT runs (b1, b{batch}) "
+             f"| ORT max abs diff vs tf-keras |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results["models"]:
+        gl, kr, ours = r["kerasgl"], r.get("keras") or {}, r.get("onnxruntime") or {}
+        if "b1_ms" not in ours:
+            lines.append(f"| {r['model']} | ORT failed: `{last_line(ours.get('error'))}` "
+                         "| | | | | | | | | | |")
+            continue
+        lines.append(
+            f"| {r['model']} | {fmt(gl.get('b1_ms'))} | {fmt(kr.get('b1_ms'))} | {ours['b1_ms']:.1f} "
+            f"| {fmt(r.get('kerasgl_over_ort_b1'), '.2f')} | {fmt(gl.get('bn_images_per_s'), '.2f')} "
+            f"| {fmt(kr.get('bn_images_per_s'), '.2f')} | {ours['bn_images_per_s']:.2f} "
+            f"| {fmt(r.get('ort_over_kerasgl_bn'), '.2f')} | {ours['first_s']:.2f} "
+            f"| {ours['b1_repeats']}, {ours['bn_repeats']} | {ours['max_abs_error']:.1e} |")
+    return lines
 
 
 def print_table(results: dict) -> None:
@@ -989,7 +1096,18 @@ def parse_args(argv):
     parser.add_argument("--no-inline", action="store_true",
                         help="on llvmpipe, skip the second measurement in its inline mode "
                              "(LP_NUM_THREADS=0) of the dispatch cost and batch-1 latencies")
+    parser.add_argument("--onnxruntime-python", default=os.environ.get(ORT_ENV_VAR) or None,
+                        metavar="PYTHON",
+                        help="also measure ONNX Runtime on the same models, with this python of an "
+                             "environment with onnxruntime, tensorflow-cpu, tf-keras and tf2onnx "
+                             f"(scripts/bench_onnxruntime.py; default: ${ORT_ENV_VAR})")
     args = parser.parse_args(argv)
+    if args.onnxruntime_python:
+        problem = check_onnxruntime_python(args.onnxruntime_python)
+        if problem:
+            parser.error(f"--onnxruntime-python (or ${ORT_ENV_VAR}): {problem}; give the python "
+                         "of an environment with onnxruntime, tensorflow-cpu, tf-keras and tf2onnx "
+                         "(see scripts/bench_onnxruntime.py)")
     quick = args.quick
     args.models = [m for m in (args.models or ("small_cnn" if quick else ",".join(ALL_MODELS))
                                ).split(",") if m and m != "none"]
@@ -1047,6 +1165,13 @@ def main(argv=None) -> int:
             results["models"].append(row)
             if "error" in row["kerasgl"]:
                 print(f"  kerasgl failed on {name}:\n{row['kerasgl']['error']}", flush=True)
+        if args.onnxruntime_python and args.models:
+            print(f"onnxruntime: {', '.join(args.models)} under {args.onnxruntime_python} ...",
+                  flush=True)
+            results["settings"]["onnxruntime_python"] = args.onnxruntime_python
+            attach_onnxruntime(results, run_onnxruntime(args, workdir))
+            if "error" in results["onnxruntime"]:
+                print(f"  ONNX Runtime failed:\n{results['onnxruntime']['error']}", flush=True)
     results["total_s"] = time.perf_counter() - started
     results["load_average_end"] = list(os.getloadavg())
     results["verdicts"] = [{"target": t, "measured": m, "verdict": v} for t, m, v in verdicts(results)]

@@ -101,3 +101,40 @@ def test_markdown_section_replaced_between_markers(quick_run):
     assert text.rstrip().endswith("trailer kept")
     assert "old table" not in text
     assert "| small_cnn" in text and "### GEMM" in text and "### Targets" in text
+
+
+def run_bench_args(args, **env_extra):
+    env = {k: v for k, v in os.environ.items() if k != "KERASGL_BENCH_ORT_PYTHON"}
+    env.update(KERAS_BACKEND="jax", **env_extra)
+    return subprocess.run([sys.executable, SCRIPT, "--quick", "--json", "none", "--markdown", "none",
+                           "--plot", "none"] + args, capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_onnxruntime_python_that_does_not_exist_is_refused(tmp_path, how):
+    """--onnxruntime-python (or KERASGL_BENCH_ORT_PYTHON) naming no file stops bench.py before it
+    measures anything, with argparse's usage error naming the path: no traceback."""
+    missing = str(tmp_path / "no-such-venv" / "bin" / "python")
+    if how == "option":
+        proc = run_bench_args(["--onnxruntime-python", missing])
+    else:
+        proc = run_bench_args([], KERASGL_BENCH_ORT_PYTHON=missing)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"--onnxruntime-python (or $KERASGL_BENCH_ORT_PYTHON): {missing} does not exist" \
+        in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "kerasgl benchmark on" not in proc.stdout
+
+
+def test_onnxruntime_python_without_onnxruntime_is_refused():
+    """A python that exists but cannot import what scripts/bench_onnxruntime.py needs (this venv:
+    kerasgl never needs onnxruntime, TensorFlow or tf2onnx) is refused up front with the import
+    error, not after the kerasgl figures were measured."""
+    import importlib.util
+    if all(importlib.util.find_spec(m) for m in ("onnxruntime", "onnx", "tf2onnx", "tf_keras")):
+        pytest.skip("this python has the ONNX Runtime environment")
+    proc = run_bench_args(["--onnxruntime-python", sys.executable])
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"{sys.executable} cannot run bench_onnxruntime.py: ModuleNotFoundError" in proc.stderr, \
+        proc.stderr
+    assert "Traceback" not in proc.stderr and "kerasgl benchmark on" not in proc.stdout

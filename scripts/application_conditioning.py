@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 
 import test_applications as apps  # noqa: E402
-from bench import cpu_model  # noqa: E402
+from bench_recipes import cpu_model  # noqa: E402
 from keras_ref import ATOL, RTOL, keras  # noqa: E402
 
 

@@ -49,6 +49,8 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")        # tf.keras inside tf2on
 
 import numpy as np  # noqa: E402
 
+import bench_recipes  # noqa: E402  (scripts/, beside this file)
+
 DEFAULT_MODELS = ("MobileNetV2", "ResNet50", "EfficientNetB0")
 DEFAULT_CACHE = os.path.join(tempfile.gettempdir(), "kerasgl-bench-onnx")
 
@@ -78,15 +80,6 @@ def measure(fn, repeats: int, budget_s: float, warmups: int = 1) -> dict:
 # =================================================================================================
 # Machine and versions
 # =================================================================================================
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def versions() -> dict:
@@ -105,28 +98,9 @@ def versions() -> dict:
 # Models: tf-keras, converted to ONNX
 # =================================================================================================
 def build_tf_keras_model(name: str, size: int):
-    """scripts/bench.py's build_keras_model, in tf-keras."""
+    """scripts/bench.py's model, in tf-keras."""
     import tf_keras as keras
-    keras.utils.set_random_seed(0)
-    if name == "small_cnn":
-        model = keras.Sequential([
-            keras.Input((28, 28, 1)),
-            keras.layers.Conv2D(32, 3, activation="relu"), keras.layers.MaxPooling2D(),
-            keras.layers.Conv2D(64, 3, activation="relu"), keras.layers.MaxPooling2D(),
-            keras.layers.Flatten(), keras.layers.Dense(128, activation="relu"),
-            keras.layers.Dense(10, activation="softmax")], name="small_cnn")
-    else:
-        model = getattr(keras.applications, name)(weights=None, input_shape=(size, size, 3),
-                                                  classifier_activation=None)
-    rng = np.random.default_rng(0)
-    ranges = {"gamma": (0.5, 1.5), "beta": (-0.2, 0.2), "moving_mean": (-0.2, 0.2),
-              "moving_variance": (0.5, 1.5)}
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            for var in layer.weights:
-                low, high = ranges[var.name.rsplit("/", 1)[-1].split(":")[0]]
-                var.assign(rng.uniform(low, high, size=var.shape).astype("float32"))
-    return model
+    return bench_recipes.build_model(keras, name, size)
 
 
 def model_inputs(name: str, model, batch: int) -> np.ndarray:
@@ -244,7 +218,7 @@ def main(argv=None) -> int:
     import tf2onnx
     started = time.perf_counter()
     result = {
-        "env": {"cpu": cpu_model(), "cores": os.cpu_count(),
+        "env": {"cpu": bench_recipes.cpu_model(), "cores": os.cpu_count(),
                 "load_average_start": list(os.getloadavg()), "versions": versions(),
                 "provider": "CPUExecutionProvider", "threads": args.threads,
                 "inter_op_threads": 1, "graph_optimization": "ORT_ENABLE_ALL",

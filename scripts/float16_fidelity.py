@@ -27,7 +27,6 @@ The machine's facts and its load average open the output (timings are not the po
 import argparse
 import gc
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -44,25 +43,18 @@ from keras_ref import keras  # noqa: E402
 
 import kerasgl as kg  # noqa: E402
 
+import bench_recipes  # noqa: E402  (scripts/, beside this file)
+
 DEFAULT_MODELS = ("MobileNetV2", "ResNet50", "EfficientNetB0", "DenseNet121", "InceptionV3",
                   "VGG16", "digits")
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def machine_line() -> str:
     info = kg.info()
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
-    return (f"# {cpu_model()}, {os.cpu_count()} CPUs, load average {load}; {info.renderer}, "
+    return (f"# {bench_recipes.cpu_model()}, {os.cpu_count()} CPUs, load average {load}; {info.renderer}, "
             f"OpenGL {info.version}; kerasgl {kg.__version__}, keras {keras.__version__} "
             f"({keras.backend.backend()})")
 

@@ -1,7 +1,7 @@
 """The `kerasgl` command.
 
-    kerasgl predict model.h5 input.npy -o out.npy [--batch-size 32]
-    kerasgl summary model.keras [--expand-nested]
+    kerasgl predict model.h5 input.npy -o out.npy [--batch-size 32] [--storage-dtype float16]
+    kerasgl summary model.keras [--expand-nested] [--storage-dtype float16]
     kerasgl info [--peak]
     kerasgl demo
     kerasgl tune [--dry-run]
@@ -38,7 +38,7 @@ EXIT_ERROR = 1
 def cmd_predict(args) -> int:
     import kerasgl as kg
     cli_io.check_paths(args.input, args.output)      # before the model's load: fail fast
-    with kg.load_model(args.model) as model:
+    with kg.load_model(args.model, storage_dtype=args.storage_dtype) as model:
         x = cli_io.read_inputs(args.input, model, args.array)
         outputs = model.predict(x, batch_size=args.batch_size, verbose=args.verbose)
         if args.output:
@@ -53,7 +53,7 @@ def cmd_predict(args) -> int:
 
 def cmd_summary(args) -> int:
     import kerasgl as kg
-    with kg.load_model(args.model) as model:
+    with kg.load_model(args.model, storage_dtype=args.storage_dtype) as model:
         model.summary(expand_nested=args.expand_nested)
     return 0
 
@@ -122,7 +122,7 @@ def cmd_gl_objects(args, rest) -> int:
 def cmd_generate(args) -> int:
     import kerasgl as kg
     from .kerashub import samplers, streaming   # imported only here: KerasHub's text side
-    with kg.load_model(args.preset) as model:
+    with kg.load_model(args.preset, storage_dtype=args.storage_dtype) as model:
         if not isinstance(model, kg.kerashub.HubCausalLM) or model.tokenizer is None:
             raise CLIError(f"{args.preset}: not a KerasHub causal LM preset saved with its "
                            "tokenizer")
@@ -150,6 +150,18 @@ def cmd_serve(args, rest) -> int:
               ".venv/bin/pip install '.[serve]'", file=sys.stderr)
         return EXIT_ERROR
     return server.main(rest)
+
+
+STORAGE_DTYPES = ("float32", "float16")      # load_model's storage_dtype (docs/float16.md)
+
+
+def add_storage_dtype(parser) -> None:
+    """--storage-dtype: load_model's storage_dtype, for the commands that load a model (and
+    `kerasgl serve`'s, kerasgl/serving/options.py)."""
+    parser.add_argument("--storage-dtype", default="float32", choices=STORAGE_DTYPES,
+                        help="how the large weight matrices are stored on the GPU: float16 "
+                             "halves their memory, results move slightly (default float32; "
+                             "docs/float16.md)")
 
 
 def positive_int(text: str) -> int:
@@ -196,11 +208,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="samples per GPU run (default 32)")
     p.add_argument("--verbose", type=int, default=None, choices=(0, 1, 2),
                    help="0 silent, 1 progress bar, 2 one line (default: a bar on a terminal)")
+    add_storage_dtype(p)
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("summary", help="print a model's layers, shapes, parameters and shaders")
     p.add_argument("model")
     p.add_argument("--expand-nested", action="store_true", help="list the layers of nested models")
+    add_storage_dtype(p)
     p.set_defaults(func=cmd_summary)
 
     p = sub.add_parser("info", help="the GPU, its OpenGL version and limits, kerasgl's settings")
@@ -237,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-warm-up", action="store_true",
                    help="profile the first calls (compiles, recordings) instead of the steady state")
     p.add_argument("--cpu-only", action="store_true", help="no GPU timer queries")
+    add_storage_dtype(p)
     p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("generate", help="continue a prompt with a KerasHub causal LM preset "
@@ -250,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how the next token is chosen (default KerasHub's top_k)")
     p.add_argument("--seed", type=int, default=None,
                    help="seed of top_k / top_p draws: the same seed, the same text")
+    add_storage_dtype(p)
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("serve", help="serve models over TensorFlow Serving's REST API and the "

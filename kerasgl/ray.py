@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import ShapeError
+from .model import check_storage_dtype
 from .runtime import context
 from .worker import Worker
 
@@ -33,13 +34,17 @@ from .worker import Worker
 class Predictor:
     """Loads the model at `path` once per Ray actor and predicts each batch (a dict of numpy
     columns, Ray Data's "numpy" batch format) to a dict of output columns. `batch_size`: examples
-    per GPU run inside the actor (default: the whole batch Ray hands over, as one run)."""
+    per GPU run inside the actor (default: the whole batch Ray hands over, as one run).
+    `storage_dtype`: load_model's ("float16" stores the large weight matrices as halves:
+    docs/float16.md)."""
 
-    def __init__(self, path, batch_size: int | None = None, input_columns=None):
+    def __init__(self, path, batch_size: int | None = None, input_columns=None,
+                 storage_dtype: str = "float32"):
         self.path, self.batch_size = str(path), batch_size
+        storage_dtype = check_storage_dtype(storage_dtype)    # before the worker: nothing to free
         self._worker = Worker(name="kerasgl-ray")
         try:
-            self._model = self._worker.load_model(path)
+            self._model = self._worker.load_model(path, storage_dtype=storage_dtype)
             self._inputs = self._model.input_names
             self._outputs = self._model.output_names
             self._columns = self._columns_of(input_columns)

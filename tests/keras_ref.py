@@ -11,6 +11,7 @@ kerasgl, and checks kerasgl's predict against Keras's predict on the same random
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
@@ -96,3 +97,43 @@ def assert_matches_keras(model, tmp_path, inputs=None, formats=FORMATS, randomiz
         for i, (a, e) in enumerate(zip(actual, expected)):
             assert_close(a, e, atol, rtol, what=f"{model.name}{fmt} output {i}")
     return expected
+
+
+# -- load_model(storage_dtype="float16")'s reference --------------------------------------------------
+# The weights kerasgl stores as halves (docs/float16.md): the rest (biases, normalisation
+# parameters, depthwise kernels) stay float32.
+HALF_WEIGHTS = ("kernel", "pointwise_kernel", "embeddings", "reverse_embeddings")
+
+
+def _weights_rounded_by_kerasgl(model):
+    """(variable, its float32 value) for every Keras weight kerasgl stores as halves."""
+    found = []
+    for layer in model._flatten_layers(include_self=False):
+        if isinstance(layer, (keras.layers.DepthwiseConv1D, keras.layers.DepthwiseConv2D)):
+            continue                          # depthwise kernels stay float32
+        for var in layer.weights:
+            if var.path.rsplit("/", 1)[-1] in HALF_WEIGHTS:
+                found.append((var, np.array(var.numpy())))
+    return found
+
+
+@contextlib.contextmanager
+def rounded_to_half(model):
+    """Inside: the Keras model's weights that kerasgl stores as halves, rounded to float16."""
+    saved = _weights_rounded_by_kerasgl(model)
+    for var, value in saved:
+        var.assign(value.astype(np.float16).astype(np.float32))
+    try:
+        yield
+    finally:
+        for var, value in saved:
+            var.assign(value)
+
+
+def answers_with_half_weights(model, x):
+    """(Keras's answer for x, its answer with the weights kerasgl stores as halves rounded to
+    float16): the reference of load_model(storage_dtype="float16") and the float32 answer it
+    must differ from (else the option was ignored)."""
+    float32_answer = model.predict(x, verbose=0)
+    with rounded_to_half(model):
+        return float32_answer, model.predict(x, verbose=0)

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from keras_ref import assert_close, keras
+from keras_ref import answers_with_half_weights, assert_close, keras
 
 ops = keras.ops
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -258,3 +258,40 @@ def test_tune_keeps_a_choice_only_when_it_wins_every_round():
     assert autotune.decide(False, {False: slower, True: close}) is False
     assert autotune.decide(16, {8: [3.0] * 3, 16: [2.0] * 3, 64: [1.0, 1.0, 2.5]}) == 16
     assert autotune.decide(16, {8: [0.5] * 3, 16: [2.0] * 3, 64: [1.0] * 3}) == 8
+
+
+def test_predict_storage_dtype_float16_is_keras_with_half_rounded_weights(tmp_path):
+    """--storage-dtype float16 loads the model as load_model(storage_dtype="float16") does: the
+    answers are Keras's with the kernels rounded to halves (within 1e-4), which differ from the
+    float32 weights' answers by more than that (so the option was not ignored)."""
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential([keras.Input((16,), name="x"),
+                              keras.layers.Dense(12, activation="relu"), keras.layers.Dense(4)],
+                             name="dense16")
+    path = tmp_path / "dense16.keras"
+    model.save(path)
+    x = (np.random.default_rng(1).standard_normal((5, 16)) * 3).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "y.npy"
+    kerasgl("predict", path, tmp_path / "x.npy", "-o", out, "--storage-dtype", "float16")
+    float32_answer, expected = answers_with_half_weights(model, x)
+    assert np.abs(expected - float32_answer).max() > 1e-3
+    assert_close(np.load(out), expected, atol=1e-4)
+
+
+def test_storage_dtype_option_of_every_loading_command(models, tmp_path):
+    """predict, summary, profile and generate take --storage-dtype float32 | float16 (default
+    float32); anything else is refused by argparse in one line naming the choices."""
+    from kerasgl import cli
+    parser = cli.build_parser()
+    for command in (["predict", "m.keras", "x.npy"], ["summary", "m.keras"],
+                    ["profile", "m.keras"], ["generate", "preset", "hello"]):
+        assert parser.parse_args(command).storage_dtype == "float32"
+        assert parser.parse_args(command + ["--storage-dtype", "float16"]).storage_dtype == \
+            "float16"
+    folder, paths, _ = models
+    x = os.path.join(folder, "x.npy")
+    np.save(x, np.zeros((2, 4), "f4"))
+    refused = kerasgl("predict", paths["one"], x, "--storage-dtype", "bogus", check=False)
+    assert refused.returncode == 2
+    assert_one_line_error(refused, "--storage-dtype", "invalid choice: 'bogus'", "float16")

@@ -60,6 +60,35 @@ def test_predictor_closes_at_the_actors_shutdown_and_never_waits_on_its_own_thre
         assert kg.zeros((1,)).numpy().shape == (1,)     # a context on this thread again
 
 
+def test_predictor_storage_dtype_float16_predicts_keras_with_half_rounded_weights(tmp_path):
+    """Predictor(..., storage_dtype="float16") loads the model as load_model does with it: the
+    answers are Keras's with the Dense kernels rounded to halves (within 1e-4), unlike the
+    float32 weights' by more than that. A value load_model refuses is refused before any worker
+    starts. In this process, before the cluster starts (as the tests above)."""
+    import keras
+    from keras_ref import answers_with_half_weights
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential([keras.Input((16,), name="x"),
+                              keras.layers.Dense(12, activation="relu"),
+                              keras.layers.Dense(4, name="y")], name="dense16")
+    path = str(tmp_path / "dense16.keras")
+    model.save(path)
+    x = (np.random.default_rng(1).standard_normal((5, 16)) * 3).astype(np.float32)
+    float32_answer, expected = answers_with_half_weights(model, x)
+    assert np.abs(expected - float32_answer).max() > 1e-3
+    kg.shutdown()
+    predictor = kerasgl.ray.Predictor(path, storage_dtype="float16")
+    try:
+        assert predictor._model.storage_dtype == "float16"
+        np.testing.assert_allclose(predictor({"data": x})["y"], expected, atol=1e-4)
+    finally:
+        predictor.close()
+    with pytest.raises(kg.InputValueError, match="storage_dtype"):
+        kerasgl.ray.Predictor(path, storage_dtype="bfloat16")
+    with kg.tidy():
+        assert kg.zeros((1,)).numpy().shape == (1,)     # a context on this thread again
+
+
 @pytest.fixture(scope="module")
 def cluster():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,

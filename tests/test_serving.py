@@ -289,3 +289,42 @@ def test_answers_do_not_wait_for_delayed_acks():
         await tcp.wait_closed()
         return nodelay
     assert asyncio.run(accept_one()) != 0
+
+
+def test_storage_dtype_float16_serves_keras_with_half_rounded_weights(models):
+    """`serve --storage-dtype float16` loads every model with load_model's storage_dtype: a
+    REST predict answers as Keras with the Dense kernels rounded to halves (within 1e-4), which
+    differs from the float32 weights' answer by more than that."""
+    import keras
+    from keras_ref import answers_with_half_weights
+    reference = keras.saving.load_model(models["mlp"])
+    x = (np.random.default_rng(7).normal(size=(4, 6)) * 3).astype(np.float32)
+    float32_answer, expected = answers_with_half_weights(reference, x)
+    assert np.abs(expected - float32_answer).max() > 1e-3
+    running = Server({"mlp": models["mlp"]}, "--storage-dtype", "float16",
+                     "--max-batch-size", "4", "--allowed-batch-sizes", "1,4")
+    try:
+        with httpx.Client(base_url=running.url, timeout=30) as session:
+            answer = predict(session, "mlp", {"instances": x.tolist()})
+        assert answer.status_code == 200, answer.text
+        np.testing.assert_allclose(as_float32(answer.json()["predictions"]), expected, atol=1e-4)
+    finally:
+        running.stop()
+    assert "GL objects left on the GPU: {'buffer': 0, 'texture': 0, 'program': 0}" in running.output()
+
+
+def test_storage_dtype_option_is_checked_before_any_model_loads(capsys):
+    """--storage-dtype takes float32 (the default) or float16; argparse refuses anything else,
+    and a ServeConfig made in Python with another value fails the checks made before loading."""
+    import argparse
+    from kerasgl.serving import options
+    parser = argparse.ArgumentParser(prog="kerasgl serve")
+    options.add_arguments(parser)
+    assert options.config_from_args(parser.parse_args(["m.keras"])).storage_dtype == "float32"
+    args = parser.parse_args(["m.keras", "--storage-dtype", "float16"])
+    assert options.config_from_args(args).storage_dtype == "float16"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["m.keras", "--storage-dtype", "bogus"])
+    assert "invalid choice: 'bogus'" in capsys.readouterr().err
+    with pytest.raises(options.ServeSetupError, match="--storage-dtype"):
+        options.check(options.ServeConfig(models={}, storage_dtype="float64"))

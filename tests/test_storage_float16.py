@@ -27,38 +27,13 @@ import kerasgl as kg
 from kerasgl import settings
 from kerasgl.ops.matmul import matmul
 from kerasgl.runtime import context
-from keras_ref import as_list, assert_close, keras, random_inputs, randomize_weights
+from keras_ref import (as_list, assert_close, keras, random_inputs, randomize_weights,
+                       rounded_to_half)
 
 L = keras.layers
 U = 2.0 ** -11                       # unit roundoff of IEEE half (round to nearest)
-HALF_WEIGHTS = ("kernel", "pointwise_kernel", "embeddings", "reverse_embeddings")
 WEIGHT_KERNELS = ("matmul.comp", "matmul_tiled.comp", "conv2d.comp", "conv_gemm.comp",
                   "embedding_rows.comp")
-
-
-def _weights_rounded_by_kerasgl(model):
-    """(variable, its float32 value) for every Keras weight kerasgl stores as halves."""
-    found = []
-    for layer in model._flatten_layers(include_self=False):
-        if isinstance(layer, (L.DepthwiseConv1D, L.DepthwiseConv2D)):
-            continue                          # depthwise kernels stay float32
-        for var in layer.weights:
-            if var.path.rsplit("/", 1)[-1] in HALF_WEIGHTS:
-                found.append((var, np.array(var.numpy())))
-    return found
-
-
-@contextlib.contextmanager
-def rounded_to_half(model):
-    """Inside: the Keras model's weights that kerasgl stores as halves, rounded to float16."""
-    saved = _weights_rounded_by_kerasgl(model)
-    for var, value in saved:
-        var.assign(value.astype(np.float16).astype(np.float32))
-    try:
-        yield
-    finally:
-        for var, value in saved:
-            var.assign(value)
 
 
 def half_bound(model, feed, outputs):

@@ -45,7 +45,7 @@ def warm_up(model, x, batch_size: int | None) -> int:
 def run(args) -> int:
     if args.input is not None:
         cli_io.check_paths(args.input, None)
-    with load_model(args.model) as model:
+    with load_model(args.model, storage_dtype=getattr(args, "storage_dtype", "float32")) as model:
         if args.input is not None:
             x = cli_io.read_inputs(args.input, model, getattr(args, "array", None))
         else:

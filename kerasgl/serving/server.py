@@ -78,6 +78,7 @@ def serve(config: ServeConfig, announce=print) -> int:
         served = models.load(worker, config.models, batching=config.batching,
                              on_batch=metrics.batch_ran,
                              after_batch=lambda: metrics.gpu_memory(worker.memory()),
+                             storage_dtype=config.storage_dtype,
                              **config.batcher_options())
         if config.warm_up:
             for entry in served.values():

@@ -37,7 +37,16 @@ layout(local_size_x = LOCAL_SIZE) in;
 // through rgba32f imageBuffer views of their buffers (kerasgl/buffer_views.py), texel i = vec4 i.
 // Same memory, same values, same order of sums; on llvmpipe an image load is one gather per lane
 // where a storage-buffer load is a bounds-checked loop over lanes and components (about 2x faster).
-#if X_VIEW && CIN_VEC4
+// X_TEXTURE / R_TEXTURE (storage_ops.run_in_place): the input / the residual is a tensor stored
+// in a texture, read in place (texture_operand.glsl; the residual at image unit 4, its binding);
+// Y_TEXTURE: the output is written as one. An input texture is read like a buffer (clamped
+// address, value masked outside the input), so no X_VIEW: the same values either way.
+#include "texture_operand.glsl"
+#ifdef X_TEXTURE
+TEXTURE_OPERAND(x_texture, 0);
+#define LOAD_X4(i) TEXEL4(x_texture, i)      // only with CIN_VEC4: 4 divides cin
+#define LOAD_X(i) TEXEL(x_texture, i)
+#elif X_VIEW && CIN_VEC4
 layout(rgba32f, binding = 0) readonly uniform imageBuffer x_view;
 #define LOAD_X4(i) imageLoad(x_view, i)
 #elif X_VIEW
@@ -60,17 +69,26 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
 // RESIDUAL: a tensor of the output's layout added before the activation (a residual connection's
 // Add, fused at load: kerasgl/fusion.py); read through a view (R_VIEW) like the input.
-#if R_VIEW
+#ifdef R_TEXTURE
+TEXTURE_OPERAND(r_texture, 4);
+#define LOAD_R4(i) TEXEL4(r_texture, i)
+#elif R_VIEW
 layout(rgba32f, binding = 2) readonly uniform imageBuffer r_view;
 #define LOAD_R4(i) imageLoad(r_view, i)
 #elif RESIDUAL
 layout(std430, binding = 4) readonly buffer R { vec4 r4[]; };
 #define LOAD_R4(i) r4[i]
 #endif
-#if VEC_OUT
+#ifdef Y_TEXTURE
+TEXTURE_RESULT(y_texture, 3);
+#define STORE_Y4(i, v) STORE_TEXEL4(y_texture, i, v)
+#define STORE_Y(i, v) STORE_TEXEL(y_texture, i, v)
+#elif VEC_OUT
 layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };
+#define STORE_Y4(i, v) y4[i] = (v)
 #else
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+#define STORE_Y(i, v) y[i] = (v)
 #endif
 
 uniform int in_h;
@@ -249,12 +267,12 @@ void main() {
 #if RESIDUAL
                 a += LOAD_R4((out_base >> 2) + v);
 #endif
-                y4[(out_base >> 2) + v] = vec4(ACT(a.x), ACT(a.y), ACT(a.z), ACT(a.w));
+                STORE_Y4((out_base >> 2) + v, vec4(ACT(a.x), ACT(a.y), ACT(a.z), ACT(a.w)));
             }
 #else
             for (int j = 0; j < 4; ++j) {
                 int oc = cout_in_group + 4 * v + j;
-                if (oc < cout_pg) y[out_base + 4 * v + j] = ACT(acc[p][v][j] + bias[piece_block * COUT_VEC + v][j]);
+                if (oc < cout_pg) STORE_Y(out_base + 4 * v + j, ACT(acc[p][v][j] + bias[piece_block * COUT_VEC + v][j]));
             }
 #endif
         }

@@ -23,7 +23,14 @@ uniform float act_hi;
 float act_clamp(float v) { return min(max(v, act_lo), act_hi); }
 #endif
 
-#if X_VIEW
+// X_TEXTURE / R_TEXTURE (storage_ops.run_in_place): the input / the residual is a tensor stored
+// in a texture, read in place (texture_operand.glsl; the residual at image unit 4, its binding);
+// Y_TEXTURE: the output is written as one.
+#include "texture_operand.glsl"
+#ifdef X_TEXTURE
+TEXTURE_OPERAND(x_texture, 0);
+#define LOAD_X4(i) TEXEL4(x_texture, i)      // cin % 4 == 0 here: 4 divides the size
+#elif X_VIEW
 layout(rgba32f, binding = 0) readonly uniform imageBuffer x_view;
 #define LOAD_X4(i) imageLoad(x_view, i)
 #else
@@ -38,8 +45,17 @@ layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
 #include "half_weights.glsl"
 #define LOAD_W(i) load_w4(i)
 layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
+#ifdef Y_TEXTURE
+TEXTURE_RESULT(y_texture, 3);
+#define STORE_Y4(i, v) STORE_TEXEL4(y_texture, i, v)
+#else
 layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };
-#if R_VIEW
+#define STORE_Y4(i, v) y4[i] = (v)
+#endif
+#ifdef R_TEXTURE
+TEXTURE_OPERAND(r_texture, 4);
+#define LOAD_R4(i) TEXEL4(r_texture, i)
+#elif R_VIEW
 layout(rgba32f, binding = 2) readonly uniform imageBuffer r_view;
 #define LOAD_R4(i) imageLoad(r_view, i)
 #elif RESIDUAL
@@ -92,7 +108,7 @@ void gemm_store(int m, int n, vec4 v) {
 #if RESIDUAL
     v += LOAD_R4(at);
 #endif
-    y4[at] = vec4(ACT(v.x), ACT(v.y), ACT(v.z), ACT(v.w));
+    STORE_Y4(at, vec4(ACT(v.x), ACT(v.y), ACT(v.z), ACT(v.w)));
 }
 
 #include "gemm_tile.glsl"

@@ -24,7 +24,14 @@ layout(local_size_x = LOCAL_SIZE) in;
 // X_VIEW / W_VIEW (chosen per device by kerasgl/tuning.py, with VEC_IN only for X): the input /
 // the weights read through rgba32f imageBuffer views of their buffers (kerasgl/buffer_views.py):
 // the same values, gathered by llvmpipe where it loops over lanes for storage-buffer loads.
-#if X_VIEW
+// X_TEXTURE (storage_ops.run_in_place): the input is a tensor stored in a texture, read in
+// place (texture_operand.glsl); Y_TEXTURE: the output is written as one.
+#include "texture_operand.glsl"
+#ifdef X_TEXTURE
+TEXTURE_OPERAND(x_texture, 0);
+#define LOAD_X4(i) TEXEL4(x_texture, i)      // only with VEC_IN: 4 divides cin
+#define LOAD_X(i) TEXEL(x_texture, i)
+#elif X_VIEW
 layout(rgba32f, binding = 0) readonly uniform imageBuffer x_view;
 #define LOAD_X4(i) imageLoad(x_view, i)
 #elif VEC_IN
@@ -32,6 +39,7 @@ layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
 #define LOAD_X4(i) x4[i]
 #else
 layout(std430, binding = 0) readonly buffer X { float x[]; };
+#define LOAD_X(i) x[i]
 #endif
 #if W_VIEW
 layout(rgba32f, binding = 1) readonly uniform imageBuffer w_view;
@@ -41,10 +49,16 @@ layout(std430, binding = 1) readonly buffer W { vec4 w[]; };
 #define LOAD_W(i) w[i]
 #endif
 layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
-#if VEC_OUT
+#ifdef Y_TEXTURE
+TEXTURE_RESULT(y_texture, 3);
+#define STORE_Y4(i, v) STORE_TEXEL4(y_texture, i, v)
+#define STORE_Y(i, v) STORE_TEXEL(y_texture, i, v)
+#elif VEC_OUT
 layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };
+#define STORE_Y4(i, v) y4[i] = (v)
 #else
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+#define STORE_Y(i, v) y[i] = (v)
 #endif
 
 uniform int in_h;
@@ -106,7 +120,7 @@ void main() {
 #if VEC_IN
             vec4 value = LOAD_X4((at >> 2) + cb);
 #else
-            vec4 value = vec4(x[at + ic.x], x[at + ic.y], x[at + ic.z], x[at + ic.w]);
+            vec4 value = vec4(LOAD_X(at + ic.x), LOAD_X(at + ic.y), LOAD_X(at + ic.z), LOAD_X(at + ic.w));
 #endif
             xs[j] = ok ? value : vec4(0.0);
         }
@@ -123,10 +137,10 @@ void main() {
         // cout % 4 == 0: the whole vec4 is in range. One vec4 store costs llvmpipe about what
         // one scalar store does.
         vec4 a = acc[p];
-        y4[out_base >> 2] = vec4(ACT(a.x), ACT(a.y), ACT(a.z), ACT(a.w));
+        STORE_Y4(out_base >> 2, vec4(ACT(a.x), ACT(a.y), ACT(a.z), ACT(a.w)));
 #else
         for (int j = 0; j < 4; ++j) {
-            if (oc0 + j < cout) y[out_base + j] = ACT(acc[p][j]);
+            if (oc0 + j < cout) STORE_Y(out_base + j, ACT(acc[p][j]));
         }
 #endif
     }

@@ -1,5 +1,6 @@
 // The depthwise convolution in work groups shaped for GPUs: the main() of depthwise_conv2d.comp
-// under TILED (its declarations, activation, X / W loads and bias come from there).
+// under TILED (its declarations, activation, X / W loads (LOAD_X4, LOAD_X: a buffer, a view or a
+// texture read in place), stores (STORE_Y4, STORE_Y) and bias come from there).
 //
 // A work group computes TILE_H x TILE_W output pixels of one image for TILE_C vec4s of output
 // channels (4 * TILE_C channels). It first loads the input those outputs read, IN_TH x IN_TW
@@ -68,7 +69,7 @@ void main() {
             // there are 0).
             int oc = cb * 4;
             ivec4 ic = min(ivec4(oc, oc + 1, oc + 2, oc + 3), ivec4(cout - 1)) / MULT;
-            value = vec4(x[at + ic.x], x[at + ic.y], x[at + ic.z], x[at + ic.w]);
+            value = vec4(LOAD_X(at + ic.x), LOAD_X(at + ic.y), LOAD_X(at + ic.z), LOAD_X(at + ic.w));
 #endif
         }
         x_tile[i] = value;
@@ -104,10 +105,10 @@ void main() {
         int out_base = ((n * out_h + oy) * out_w + ox) * cout + cb * 4;
 #if VEC_OUT
         vec4 a = acc[p];
-        y4[out_base >> 2] = vec4(ACT(a.x), ACT(a.y), ACT(a.z), ACT(a.w));
+        STORE_Y4(out_base >> 2, vec4(ACT(a.x), ACT(a.y), ACT(a.z), ACT(a.w)));
 #else
         for (int j = 0; j < 4; ++j) {
-            if (cb * 4 + j < cout) y[out_base + j] = ACT(acc[p][j]);
+            if (cb * 4 + j < cout) STORE_Y(out_base + j, ACT(acc[p][j]));
         }
 #endif
     }

@@ -24,13 +24,22 @@
 //   SOFTMAX     softmax over each row instead (N <= 4 * NV: one invocation holds a whole row)
 //   BROADCAST   batch offsets come from the broadcast strides (matmul_common.glsl)
 //   LX, LY      work group size (lanes along N blocks, lanes along M blocks)
+//   A_TEXTURE, B_TEXTURE, BIAS_TEXTURE   (set by storage_ops.run_in_place) that operand is a
+//               tensor stored in a texture, read in place as an image at the unit numbered like
+//               its binding (texture_operand.glsl); B then is float32 (an activation, not weights)
+//   C_TEXTURE   C is written as a texture (every operand was one)
 #include "common.glsl"
 #include "activations.glsl"
 #include "matmul_common.glsl"
+#include "texture_operand.glsl"
 
 layout(local_size_x = LX, local_size_y = LY) in;
 
-#if A_VIEW
+#ifdef A_TEXTURE
+TEXTURE_OPERAND(a_texture, 0);
+#define A4(i) TEXEL4(a_texture, i)
+#define A1(i) TEXEL(a_texture, i)
+#elif A_VIEW
 layout(rgba32f, binding = 0) readonly uniform imageBuffer a_view;
 #define A4(i) imageLoad(a_view, i)
 #elif A_VEC4
@@ -38,21 +47,42 @@ layout(std430, binding = 0) readonly buffer A { vec4 a4[]; };
 #define A4(i) a4[i]
 #else
 layout(std430, binding = 0) readonly buffer A { float a[]; };
+#define A1(i) a[i]
 #endif
+#ifdef B_TEXTURE
+// B a float32 tensor in a texture (a product of two activations): read in place.
+TEXTURE_OPERAND(b_texture, 1);
+vec4 load_w4(int i) { return TEXEL4(b_texture, i); }   // only with B_VEC4: 4 divides its size
+float load_w(int i) { return TEXEL(b_texture, i); }
+#else
 // B through half_weights.glsl: float32, or float16 weights (WEIGHTS_F16) unpacked as read.
 #define W_BINDING 1
 #define W_IMAGE B_VIEW
 #define W_VEC4 B_VEC4
 #include "half_weights.glsl"
-#if BIAS_VEC4
+#endif
+#if !HAS_BIAS
+#elif defined(BIAS_TEXTURE)
+TEXTURE_OPERAND(bias_texture, 2);
+#define BIAS4(i) TEXEL4(bias_texture, i)
+#define BIAS1(i) TEXEL(bias_texture, i)
+#elif BIAS_VEC4
 layout(std430, binding = 2) readonly buffer Bias { vec4 bias4[]; };
+#define BIAS4(i) bias4[i]
 #else
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
+#define BIAS1(i) bias[i]
 #endif
-#if C_VEC4
+#ifdef C_TEXTURE
+TEXTURE_RESULT(c_texture, 3);
+#define STORE_C4(i, v) STORE_TEXEL4(c_texture, i, v)
+#define STORE_C(i, v) STORE_TEXEL(c_texture, i, v)
+#elif C_VEC4
 layout(std430, binding = 3) writeonly buffer C { vec4 c4[]; };
+#define STORE_C4(i, v) c4[i] = (v)
 #else
 layout(std430, binding = 3) writeonly buffer C { float c[]; };
+#define STORE_C(i, v) c[i] = (v)
 #endif
 
 vec4 load_a_row(int base, int m, int k) {
@@ -61,7 +91,7 @@ vec4 load_a_row(int base, int m, int k) {
     return A4((base + m * a_rs + k) >> 2);
 #else
     int i = base + m * a_rs + k * a_cs;
-    return vec4(a[i], a[i + a_cs], a[i + 2 * a_cs], a[i + 3 * a_cs]);
+    return vec4(A1(i), A1(i + a_cs), A1(i + 2 * a_cs), A1(i + 3 * a_cs));
 #endif
 }
 
@@ -70,7 +100,7 @@ float load_a(int base, int m, int k) {
     int i = base + m * a_rs + k;
     return A4(i >> 2)[i & 3];
 #else
-    return a[base + m * a_rs + k * a_cs];
+    return A1(base + m * a_rs + k * a_cs);
 #endif
 }
 
@@ -93,10 +123,10 @@ vec4 load_b_row(int base, int k, int n) {
 vec4 bias_at(int n) {
     // bias[n..n+3]; past N: 0.
 #if BIAS_VEC4
-    return bias4[n >> 2];
+    return BIAS4(n >> 2);
 #else
-    return vec4(bias[n], n + 1 < N ? bias[n + 1] : 0.0, n + 2 < N ? bias[n + 2] : 0.0,
-                n + 3 < N ? bias[n + 3] : 0.0);
+    return vec4(BIAS1(n), n + 1 < N ? BIAS1(n + 1) : 0.0, n + 2 < N ? BIAS1(n + 2) : 0.0,
+                n + 3 < N ? BIAS1(n + 3) : 0.0);
 #endif
 }
 #endif
@@ -181,13 +211,13 @@ void main() {
 #endif
             v = act4(v);
 #if C_VEC4
-            c4[(c_base + m * c_rs + n) >> 2] = v;
+            STORE_C4((c_base + m * c_rs + n) >> 2, v);
 #else
             int i = c_base + m * c_rs + n;
-            c[i] = v.x;
-            if (n + 1 < N) c[i + 1] = v.y;
-            if (n + 2 < N) c[i + 2] = v.z;
-            if (n + 3 < N) c[i + 3] = v.w;
+            STORE_C(i, v.x);
+            if (n + 1 < N) STORE_C(i + 1, v.y);
+            if (n + 2 < N) STORE_C(i + 2, v.z);
+            if (n + 3 < N) STORE_C(i + 3, v.w);
 #endif
         }
     }

@@ -27,6 +27,7 @@ from ..runtime import buffer_views, context, tuning
 from ..errors import GPULimitError, SettingError, ShapeError
 from ..tensors.tensor import Tensor, empty
 from . import dispatch, gemm_tiles, half_weights, splits, work
+from . import storage_ops
 from .storage_ops import any_storage
 
 def local_size() -> int:
@@ -335,7 +336,9 @@ def choose_pix(n_pixels: int, blocks: int, widest: int = 16) -> int:
     return 1
 
 
-@any_storage
+# conv2d.comp and conv_gemm.comp read the input and the residual where they are stored, a texture
+# included (texture_operand.glsl), and write the output as a texture when they are: no copies.
+@any_storage(in_place=("x", "residual"))
 def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
            padding=((0, 0), (0, 0)), activation=LINEAR, out_hw=None, pool: int = 1,
            residual: Tensor | None = None, widest_tile: int = 16) -> Tensor:
@@ -347,6 +350,16 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     residual: a tensor of the output's shape added before the activation (a residual
     connection's Add, fused at load); output channels per group must be a multiple of 4.
     widest_tile: the most output pixels per invocation (GEMM_PIX for a large matmul)."""
+    return conv2d_into(x, kernel, strides, dilation, padding, activation, out_hw, pool, residual,
+                       widest_tile, storage_ops.result_storage(x, residual))
+
+
+def conv2d_into(x: Tensor, kernel: ConvKernel, strides, dilation, padding, activation, out_hw,
+                pool: int, residual: Tensor | None, widest_tile: int, storage: str) -> Tensor:
+    """conv2d's work, its output allocated in `storage` ("texture" only where storage_ops
+    allows textures in place). Takes x and the residual in either storage (read in place): for
+    an op that runs on this kernel and decides its result's storage itself (matmul_as_conv: a
+    texture input whose weights are a buffer B gives a buffer)."""
     x._check_alive()
     if x.ndim != 4:
         raise ShapeError(f"conv2d expects a 4D input [batch, height, width, channels]. "
@@ -378,7 +391,7 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         raise ShapeError(f"conv2d: a residual of shape {list(residual.shape)} cannot be added to "
                          f"an output of shape {[n, oh, ow, kernel.cout]} (pool {pool}, "
                          f"{kernel.cout_pg} channels per group).")
-    out = empty((n, oh, ow, kernel.cout))
+    out = empty((n, oh, ow, kernel.cout), storage=storage)
     if out.size == 0:
         return out
     n_pixels = n * oh * ow * pool * pool
@@ -400,7 +413,9 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
     tiles = math.ceil(n_pixels / pix)
     lanes = local_size()
     x_format = "rgba32f" if cin_vec4 else "r32f"
-    x_view = choice.conv_input_image and buffer_views.fits(x.nbytes, x_format)
+    # Views are of buffers: a texture input (or residual) is read in place instead.
+    x_view = (choice.conv_input_image and x.storage == "buffer"
+              and buffer_views.fits(x.nbytes, x_format))
     act_defines, act_uniforms = activation_settings(activation)
     defines = {
         "LOCAL_SIZE": lanes, "PIX": pix, "COUT_VEC": kernel.cout_vec,
@@ -411,7 +426,7 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
         "W_VIEW": False, "X_VIEW": x_view,       # W_VIEW: each piece's own, below
         "RESIDUAL": residual is not None,
         "R_VIEW": (residual is not None and choice.conv_input_image
-                   and buffer_views.fits(residual.nbytes)),
+                   and residual.storage == "buffer" and buffer_views.fits(residual.nbytes)),
     }
     block_stride = (kernel.kh * kernel.kw * kernel.cin_pg * kernel.cout_vec
                     if kernel.block_stride is None else kernel.block_stride)
@@ -433,8 +448,8 @@ def conv2d(x: Tensor, kernel: ConvKernel, strides=(1, 1), dilation=(1, 1),
             + ([(1, piece.weights, w_format)] if w_view else []) \
             + ([(2, residual)] if defines["R_VIEW"] else [])
         buffers = [x, piece.weights, piece.bias, out] + ([residual] if residual is not None else [])
-        dispatch.run("conv2d.comp", defines={**defines, "W_VIEW": w_view,
-                                             **half_weights.defines(piece.weights)},
+        storage_ops.run_in_place("conv2d.comp", **_conv_textures(residual),
+                     defines={**defines, "W_VIEW": w_view, **half_weights.defines(piece.weights)},
                      buffers=buffers,
                      views=views, uniforms={**uniforms, "block_base": piece.first_block,
                                             "n_blocks": piece.blocks, "n_work": n_work,
@@ -452,8 +467,9 @@ def _conv_gemm(x, kernel, out, strides, dilation, pad, activation, residual) -> 
     choice = tuning.current()
     pointwise = (kernel.kh == kernel.kw == 1 and tuple(strides) == (1, 1) and pad == (0, 0)
                  and (oh, ow) == (h, w))
-    x_view = choice.conv_input_image and buffer_views.fits(x.nbytes)
-    r_view = residual is not None and choice.conv_input_image and buffer_views.fits(residual.nbytes)
+    x_view = choice.conv_input_image and x.storage == "buffer" and buffer_views.fits(x.nbytes)
+    r_view = (residual is not None and choice.conv_input_image and residual.storage == "buffer"
+              and buffer_views.fits(residual.nbytes))
     act_defines, act_uniforms = activation_settings(activation)
     defines = {**tiles.defines(), **act_defines, "POINTWISE": pointwise, "X_VIEW": x_view,
                "RESIDUAL": residual is not None, "R_VIEW": r_view}
@@ -471,8 +487,8 @@ def _conv_gemm(x, kernel, out, strides, dilation, pad, activation, residual) -> 
         views = ([(0, x)] if x_view else []) + ([(1, piece.weights, w_format)] if w_view else []) \
             + ([(2, residual)] if r_view else [])
         buffers = [x, piece.weights, piece.bias, out] + ([residual] if residual is not None else [])
-        dispatch.run("conv_gemm.comp", defines={**defines, "W_VIEW": w_view,
-                                                **half_weights.defines(piece.weights)},
+        storage_ops.run_in_place("conv_gemm.comp", **_conv_textures(residual),
+                     defines={**defines, "W_VIEW": w_view, **half_weights.defines(piece.weights)},
                      buffers=buffers,
                      views=views,
                      uniforms={**uniforms, "n_columns": channels,
@@ -480,6 +496,12 @@ def _conv_gemm(x, kernel, out, strides, dilation, pad, activation, residual) -> 
                                "w_row": piece.row_stride or kernel.row_stride},
                      groups=(math.ceil(channels / tiles.n), math.ceil(n_pixels / tiles.m), 1),
                      work=conv_work(x, kernel, piece, n_pixels, n_pixels, residual))
+
+
+def _conv_textures(residual) -> dict:
+    """run_in_place's operands of conv2d.comp and conv_gemm.comp: the input (binding 0), the
+    residual (4) and the output (3) may be textures."""
+    return {"reads": {0: "X", 4: "R"} if residual is not None else {0: "X"}, "writes": {3: "Y"}}
 
 
 def conv_work(x, kernel: ConvKernel, piece: ConvPiece, computed: int, written: int,
@@ -646,7 +668,9 @@ def depthwise_tiles(kernel: DepthwiseKernel, strides, dilation,
     return tiles
 
 
-@any_storage
+# depthwise_conv2d.comp (both forms) reads x where it is stored, a texture included
+# (texture_operand.glsl), and writes the output as a texture for one: no copies.
+@any_storage(in_place=("x",))
 def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilation=(1, 1),
                      padding=((0, 0), (0, 0)), activation=LINEAR) -> Tensor:
     """Depthwise convolution of x [n, h, w, cin]: y[..., c * mult + m] = act(bias + sum x[..., c] * w).
@@ -667,14 +691,15 @@ def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilatio
         raise ShapeError(f"depthwise_conv2d: a {kernel.kh}x{kernel.kw} kernel (dilation "
                          f"{list(dilation)}) does not fit input shape {list(x.shape)}.")
     cout = kernel.cout
-    out = empty((n, oh, ow, cout))
+    out = empty((n, oh, ow, cout), storage=storage_ops.result_storage(x))
     if out.size == 0:
         return out
     cblocks = math.ceil(cout / 4)
     act_defines, act_uniforms = activation_settings(activation)
     vec_in = kernel.multiplier == 1 and cin % 4 == 0
     choice = tuning.current()
-    x_view = vec_in and choice.depthwise_views and buffer_views.fits(x.nbytes)
+    x_view = (vec_in and choice.depthwise_views and x.storage == "buffer"
+              and buffer_views.fits(x.nbytes))
     w_view = choice.depthwise_views and buffer_views.fits(kernel.weights.nbytes)
     defines = {"MULT": kernel.multiplier, "VEC_IN": vec_in, "VEC_OUT": cout % 4 == 0,
                "X_VIEW": x_view, "W_VIEW": w_view, "KH": kernel.kh, "KW": kernel.kw,
@@ -704,7 +729,8 @@ def depthwise_conv2d(x: Tensor, kernel: DepthwiseKernel, strides=(1, 1), dilatio
         uniforms.update(row_tiles=row_tiles, n_work=n_work)
         groups = dispatch.groups_for(n_work, lanes)
     taps = kernel.kh * kernel.kw
-    dispatch.run("depthwise_conv2d.comp", defines=defines,
+    storage_ops.run_in_place("depthwise_conv2d.comp", reads={0: "X"}, writes={3: "Y"},
+                 defines=defines,
                  buffers=[x, kernel.weights, kernel.bias, out], uniforms=uniforms,
                  views=([(0, x)] if x_view else []) + ([(1, kernel.weights)] if w_view else []),
                  groups=groups,

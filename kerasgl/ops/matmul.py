@@ -26,6 +26,7 @@ from . import conv, dispatch, gemm_tiles, half_weights, splits, work
 from .creation import zeros
 from .elementwise import broadcast_shape
 from .softmax import softmax as softmax_op
+from . import storage_ops
 from .storage_ops import any_storage, to_buffer
 
 MAX_BATCH_RANK = 6
@@ -140,7 +141,11 @@ def _pad(values, fill=0):
     return tuple(values) + (fill,) * (MAX_BATCH_RANK - len(values))
 
 
-@any_storage
+# A, B (where it is an activation: weights are buffers) and the bias may be tensors stored in
+# textures: every variant reads them in place (texture_operand.glsl), and writes C as a texture
+# when they all are; a large product that runs on the convolution kernel (_runs_as_conv) does so
+# only with B and the bias in buffers (they are its weights), A read in place either way.
+@any_storage(in_place=("a", "b", "bias"))
 def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, activation: str | None = None,
            activation_params: tuple = (), transpose_a: bool = False,
            transpose_b: bool = False) -> Tensor:
@@ -182,14 +187,15 @@ def _matmul(a, b, bias, activation, activation_params, transpose_a, transpose_b,
     if softmax and N > SOFTMAX_MAX_COLUMNS:
         raise ShapeError(f"matmul: a softmax in the matmul needs at most {SOFTMAX_MAX_COLUMNS} "
                          f"columns. Received an output of shape {list(out_shape)}.")
-    if out is None and not softmax and a.ndim >= 2 and b.ndim >= 2 and _runs_as_conv(
+    if out is None and not softmax and a.ndim >= 2 and b.ndim >= 2 and b.storage == "buffer" \
+            and (bias is None or bias.storage == "buffer") and _runs_as_conv(
             M, K, N, math.prod(out_shape[:-2]), transpose_a, transpose_b, a_shape, bias):
         return _matmul_as_conv(a, ((0, b, bias),), activation, activation_params, M, K, N,
                                out_shape)
 
     c_rs, c_off = N, 0           # the output's row stride and first column, in elements
     if out is None:
-        out = empty(out_shape)
+        out = empty(out_shape, storage=storage_ops.result_storage(a, b, bias))
     else:
         if a.ndim != 2 or b.ndim != 2 or softmax or out.ndim != 2 or out.shape[0] != M \
                 or not 0 <= out_column <= out.shape[1] - N:
@@ -225,8 +231,10 @@ def _matmul(a, b, bias, activation, activation_params, transpose_a, transpose_b,
              and c_aligned and M >= TILED_MIN_SIDE and N >= TILED_MIN_SIDE)
     views_wanted = choice.matmul_views
     b_format = half_weights.view_format(b)         # float16 B: an rg32ui view of its words
-    a_view = views_wanted and a_aligned and buffer_views.fits(a.nbytes)
-    b_view = views_wanted and (b_aligned or tiled) and buffer_views.fits(b.nbytes, b_format)
+    # Views are of buffers: a texture operand is read in place instead.
+    a_view = views_wanted and a_aligned and a.storage == "buffer" and buffer_views.fits(a.nbytes)
+    b_view = (views_wanted and (b_aligned or tiled) and b.storage == "buffer"
+              and buffer_views.fits(b.nbytes, b_format))
     common = {"A_VIEW": a_view, "B_VIEW": b_view, "HAS_BIAS": bias is not None,
               "ACT": activation_function(activation), "BROADCAST": not plain,
               **half_weights.defines(b)}
@@ -253,14 +261,16 @@ def _matmul(a, b, bias, activation, activation_params, transpose_a, transpose_b,
     }
     if groups_x > MAX_GROUPS_PER_DIM or groups_y > MAX_GROUPS_PER_DIM:
         raise ShapeError(f"matmul output of shape {list(out_shape)} exceeds the GPU's work group grid.")
-    # An unused bias binding still needs a buffer bound: the output is a harmless stand-in.
-    buffers = [a, b, bias if bias is not None else out, out]
+    # An unused bias binding (None) gets a stand-in buffer (run_in_place): the kernel declares
+    # no bias block then.
+    buffers = [a, b, bias, out]
     # The op's work, shared out over the dispatches by their batches (ops/work.py).
     flops, moved = 2 * M * N * K * n_batch, work.nbytes(a, bias) + b.nbytes + 4 * M * N * n_batch
     for base in range(0, n_batch, MAX_GROUPS_PER_DIM):
         uniforms["batch_base"] = base
         batches = min(MAX_GROUPS_PER_DIM, n_batch - base)
-        dispatch.run(shader, defines=defines, buffers=buffers, uniforms=uniforms,
+        storage_ops.run_in_place(shader, reads={0: "A", 1: "B", 2: "BIAS"}, writes={3: "C"},
+                     defines=defines, buffers=buffers, uniforms=uniforms,
                      views=([(0, a)] if a_view else []) + ([(1, b, b_format)] if b_view else []),
                      groups=(groups_x, groups_y, batches),
                      work=(flops * batches // n_batch, moved * batches // n_batch))
@@ -305,8 +315,11 @@ def _matmul_as_conv(a, columns, activation, activation_params, M, K, N, out_shap
             parts.append(conv.ConvPiece(first // block, blocks, b, bias, row_stride=width // 4))
         kernel = conv.ConvKernel(tuple(parts), 1, 1, K, N, 1, cout_vec, block_stride=cout_vec)
         pixels = view(a, (1, 1, M, K))
-        y = conv.conv2d(pixels, kernel, activation=conv.Pointwise(
-            activation_function(activation), tuple(activation_params)), widest_tile=conv.GEMM_PIX)
+        # conv2d_into, not conv2d: B (the weights) is a buffer, so the result is one whatever
+        # A's storage (a texture A is read in place).
+        y = conv.conv2d_into(pixels, kernel, (1, 1), (1, 1), ((0, 0), (0, 0)), conv.Pointwise(
+            activation_function(activation), tuple(activation_params)), None, 1, None,
+            conv.GEMM_PIX, "buffer")
         return view(y, out_shape)
     return ownership.tidy.run(compute)
 

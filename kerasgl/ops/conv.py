@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 
 from ..runtime import buffer_views, context, tuning
-from ..errors import GPULimitError, SettingError, ShapeError
+from ..errors import GPULimitError, ShapeError
 from ..tensors.tensor import Tensor, empty
 from . import dispatch, gemm_tiles, half_weights, splits, work
 from . import storage_ops
@@ -619,23 +619,11 @@ class DepthwiseTiles:
         return found
 
 
-_checked_tiles: dict = {}      # Tuning -> DepthwiseTiles, once checked
-
-
 def tuned_depthwise_tiles() -> DepthwiseTiles:
     """The tile shape the device's tuning asks for; SettingError where it cannot run here."""
-    choice = tuning.current()
-    tiles = _checked_tiles.get(choice)
-    if tiles is None:
-        tiles = DepthwiseTiles(choice.depthwise_tile_h, choice.depthwise_tile_w,
-                               choice.depthwise_tile_c, choice.depthwise_tile_pix)
-        found = tiles.problems(context.limits())
-        if found:
-            raise SettingError(f"The tiled depthwise kernel's tile shape from the tuning "
-                               f"({tuning.ENV}, or its cache {tuning.cache_path()}) cannot run: "
-                               + "; ".join(found) + ".")
-        _checked_tiles[choice] = tiles
-    return tiles
+    return gemm_tiles.checked_for_device("tiled depthwise kernel", lambda choice: DepthwiseTiles(
+        choice.depthwise_tile_h, choice.depthwise_tile_w, choice.depthwise_tile_c,
+        choice.depthwise_tile_pix))
 
 
 def depthwise_tiles(kernel: DepthwiseKernel, strides, dilation,

@@ -69,23 +69,32 @@ class Tiles:
         return found
 
 
-_checked: dict = {}      # Tuning -> Tiles, once checked
+# (kernel, Tuning) -> its tile shape, once checked against the device's limits
+_checked: dict = {}
+
+
+def checked_for_device(kernel: str, build):
+    """The tile shape `build(tuning)` makes from the device's tuning for `kernel` ("tiled GEMM",
+    "tiled depthwise kernel"), checked once per tuning against the device's limits (its
+    problems(limits)); SettingError naming the tuning's source where it cannot run here."""
+    choice = tuning.current()
+    tiles = _checked.get((kernel, choice))
+    if tiles is None:
+        tiles = build(choice)
+        found = tiles.problems(context.limits())
+        if found:
+            raise SettingError(f"The {kernel}'s tile shape from the tuning ({tuning.ENV}, or "
+                               f"its cache {tuning.cache_path()}) cannot run: "
+                               + "; ".join(found) + ".")
+        _checked[(kernel, choice)] = tiles
+    return tiles
 
 
 def current() -> Tiles:
     """The tile shape the device's tuning asks for; SettingError where it cannot run here."""
-    choice = tuning.current()
-    tiles = _checked.get(choice)
-    if tiles is None:
-        tiles = Tiles(choice.gemm_tile_m, choice.gemm_tile_n, choice.gemm_tile_k,
-                      choice.gemm_block_m, choice.gemm_block_n)
-        found = tiles.problems(context.limits())
-        if found:
-            raise SettingError(f"The tiled GEMM's tile shape from the tuning ({tuning.ENV}, or "
-                               f"its cache {tuning.cache_path()}) cannot run: "
-                               + "; ".join(found) + ".")
-        _checked[choice] = tiles
-    return tiles
+    return checked_for_device("tiled GEMM", lambda choice: Tiles(
+        choice.gemm_tile_m, choice.gemm_tile_n, choice.gemm_tile_k, choice.gemm_block_m,
+        choice.gemm_block_n))
 
 
-__all__ = ["Tiles", "current"]
+__all__ = ["Tiles", "checked_for_device", "current"]

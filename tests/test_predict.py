@@ -145,7 +145,8 @@ def test_only_weights_remain_after_predict_and_dispose_frees_them(tmp_path):
     now = gl_state()
     assert now[:3] == after_load[:3] and now[4] == after_load[4]
     assert now[3] - after_load[3] == now[5] - after_load[5] <= 2
-    assert kg.memory().gl_objects["texture"].bytes == 0
+    textures = kg.memory().gl_objects.get("texture")     # none where no kernel reads a view
+    assert textures is None or textures.bytes == 0
     loaded.use_plans = True
     loaded.predict(np.ones((40, 8), "f4"), batch_size=16, verbose=0)
     loaded.dispose()                                    # frees weights and plans together

@@ -516,24 +516,18 @@ def _owned_by_scope(t: Tensor) -> Tensor:
 
 def _store_weights_as(graph: Graph, storage_dtype: str) -> None:
     """Set storage_dtype on every layer of the graph before it is built: nested models' layers,
-    and the layers that wrappers hold (TimeDistributed, Bidirectional, SpectralNormalization),
-    as layers/base.py gpu_weights finds them. Each layer keeps its own: models loaded with
-    different storage dtypes share nothing."""
-    graphs, seen = [graph], set()
+    and the layers that wrappers hold (Layer.with_wrapped). Each layer keeps its own: models
+    loaded with different storage dtypes share nothing."""
+    graphs = [graph]
     while graphs:
-        layers = list(graphs.pop().layers.values())
-        while layers:
-            layer = layers.pop()
-            if id(layer) in seen or not isinstance(layer, Layer):
+        for layer in graphs.pop().layers.values():
+            if not isinstance(layer, Layer):
                 continue
-            seen.add(id(layer))
-            if isinstance(layer, NestedModel):
-                graphs.append(layer.graph)
-                continue
-            layer.storage_dtype = storage_dtype
-            for value in vars(layer).values():
-                layers += [item for item in (value if isinstance(value, (list, tuple)) else (value,))
-                           if isinstance(item, Layer)]
+            for held in layer.with_wrapped():
+                if isinstance(held, NestedModel):
+                    graphs.append(held.graph)
+                else:
+                    held.storage_dtype = storage_dtype
 
 
 def _prepare_masks_everywhere(graph: Graph) -> None:

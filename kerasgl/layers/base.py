@@ -373,20 +373,26 @@ class Layer:
         """keras.layers.Layer.count_params(): the scalars of every weight in the file."""
         return keras_api.parameter_count(self.spec)
 
-    def gpu_weights(self) -> list:
-        """The weight tensors this layer holds on the GPU, with those of the layers it wraps
-        (Bidirectional's, TimeDistributed's): what dispose() frees. For memory reports."""
+    def with_wrapped(self) -> list:
+        """This layer and the layers it holds (Bidirectional's, TimeDistributed's,
+        SpectralNormalization's), at any depth, each once."""
         found, seen = [], {id(self)}
         stack = [self]
         while stack:
             layer = stack.pop()
-            found += [w for w in layer._gpu_weights if not w.is_disposed]
+            found.append(layer)
             for value in vars(layer).values():
                 for item in (value if isinstance(value, (list, tuple)) else (value,)):
                     if isinstance(item, Layer) and id(item) not in seen:
                         seen.add(id(item))
                         stack.append(item)
         return found
+
+    def gpu_weights(self) -> list:
+        """The weight tensors this layer holds on the GPU, with those of the layers it wraps:
+        what dispose() frees. For memory reports."""
+        return [w for layer in self.with_wrapped() for w in layer._gpu_weights
+                if not w.is_disposed]
 
 
 class AffineFoldable:

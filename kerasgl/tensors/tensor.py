@@ -88,7 +88,7 @@ class Tensor(memory.Owned):
     @property
     def nbytes(self) -> int:
         """Bytes of its data on the GPU (a float16 tensor's: two elements per 4-byte word)."""
-        return 4 * ((self.size + 1) // 2 if self.dtype == HALF else self.size)
+        return 4 * word_count(self.size, self.dtype)
 
     @property
     def storage(self) -> str:

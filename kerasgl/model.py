@@ -40,7 +40,7 @@ from .tensors.tensor import SPLIT_ADVICE, Tensor, tensor as upload, view
 from .model_api import KerasModelAPI
 from .model_memory import ModelMemory
 from .layers.base import FILE_RULES, Layer
-from .ops import half_weights
+from .ops import half_activations, half_weights
 from .layers.custom import custom_layer as custom_layers
 from .saving import layer_rules
 
@@ -55,7 +55,8 @@ layer_rules.install(FILE_RULES)
 MODEL_FORMATS: list = []
 
 
-def load_model(path, worker=None, custom_objects=None, storage_dtype="float32") -> "Model":
+def load_model(path, worker=None, custom_objects=None, storage_dtype="float32",
+               activation_dtype="float32") -> "Model":
     """Load a Keras model file (.keras, Keras 3 or Keras 2 .h5; the format is read from the file's
     bytes) and upload its weights. Raises ModelFileError for a damaged or foreign file and
     UnsupportedLayerError listing every layer kerasgl cannot run. With `worker` (a kg.Worker) the
@@ -69,16 +70,26 @@ def load_model(path, worker=None, custom_objects=None, storage_dtype="float32") 
     arithmetic stays float32 (the weights are rounded, not the sums). Biases, normalisation
     parameters, depthwise kernels and activations stay float32. Results then differ from Keras's
     by the rounding of the weights: docs/float16.md measures it per application model. Any other
-    value raises InputValueError; a weight beyond float16's range (65504) raises it at load."""
+    value raises InputValueError; a weight beyond float16's range (65504) raises it at load.
+    `activation_dtype`: how predict keeps the tensors between layers. "float32" (default), or
+    "float16": IEEE halves in textures, half the activations' memory and traffic, the arithmetic
+    float32 (each layer's output is rounded to the nearest half); the model's outputs come back
+    as float32 numbers, the halves they were. Independent of storage_dtype (both "float16" for
+    a model stored as halves throughout); model.activation_dtype changes it later. Results then
+    differ from Keras's by the rounding of the activations: docs/float16.md."""
     path = model_path(path)
     storage_dtype = check_storage_dtype(storage_dtype)
+    activation_dtype = check_activation_dtype(activation_dtype)
     if worker is not None and custom_objects:
         raise TypeError("load_model(worker=..., custom_objects=...) is not supported")
     if worker is not None:
-        return worker.load_model(path, storage_dtype=storage_dtype)
+        return worker.load_model(path, storage_dtype=storage_dtype,
+                                 activation_dtype=activation_dtype)
     for load_format in MODEL_FORMATS:
         model = load_format(path, storage_dtype=storage_dtype)
         if model is not None:
+            if activation_dtype != "float32":
+                model.activation_dtype = activation_dtype
             return model
     spec = saving.read_model(path)
     # The device policy's per-model hooks, or None (kerasgl/devices/policy.py; on llvmpipe a
@@ -95,20 +106,28 @@ def load_model(path, worker=None, custom_objects=None, storage_dtype="float32") 
             hooks.model_disposed()
         raise
     model._device_hooks = hooks
+    model.activation_dtype = activation_dtype
     return model
 
 
-def check_storage_dtype(value) -> str:
+def check_storage_dtype(value, what: str = "storage_dtype",
+                        allowed=half_weights.STORAGE_DTYPES) -> str:
     """load_model's storage_dtype as its name, "float32" or "float16" (a numpy dtype or type
     naming one is taken too); InputValueError naming anything else."""
     try:
         name = value if isinstance(value, str) else np.dtype(value).name
     except TypeError:
         name = None
-    if name not in half_weights.STORAGE_DTYPES:
-        raise InputValueError(f"load_model: storage_dtype={value!r} is not supported; it takes "
-                              f"{' or '.join(repr(d) for d in half_weights.STORAGE_DTYPES)}.")
+    if name not in allowed:
+        raise InputValueError(f"load_model: {what}={value!r} is not supported; it takes "
+                              f"{' or '.join(repr(d) for d in allowed)}.")
     return name
+
+
+def check_activation_dtype(value) -> str:
+    """load_model's activation_dtype as its name, "float32" or "float16"; InputValueError
+    naming anything else."""
+    return check_storage_dtype(value, "activation_dtype", half_activations.ACTIVATION_DTYPES)
 
 
 def model_path(path, what: str = "load_model") -> str:
@@ -134,13 +153,17 @@ def _compiled_with() -> list:
     return [tuning.device_key(), version, dataclasses.astuple(tuning.current())]
 
 
-def load_model_from_json(architecture, weights_path, storage_dtype="float32") -> "Model":
+def load_model_from_json(architecture, weights_path, storage_dtype="float32",
+                         activation_dtype="float32") -> "Model":
     """A model from `model.to_json()` output (a JSON string or a path to it) plus a weights file
-    (`model.save_weights()`); storage_dtype as load_model's."""
+    (`model.save_weights()`); storage_dtype and activation_dtype as load_model's."""
     weights_path = model_path(weights_path, "load_model_from_json")
     storage_dtype = check_storage_dtype(storage_dtype)
+    activation_dtype = check_activation_dtype(activation_dtype)
     spec = saving.load_weights_into(saving.read_architecture_json(architecture), weights_path)
-    return Model.from_spec(spec, storage_dtype=storage_dtype)
+    model = Model.from_spec(spec, storage_dtype=storage_dtype)
+    model.activation_dtype = activation_dtype
+    return model
 
 
 class Model(KerasModelAPI, ModelMemory):
@@ -239,6 +262,21 @@ class Model(KerasModelAPI, ModelMemory):
         """How the large weight matrices are stored on the GPU: load_model's storage_dtype
         ("float32" or "float16"; docs/float16.md)."""
         return self._storage_dtype
+
+    @property
+    def activation_dtype(self) -> str:
+        """How predict keeps the tensors between layers: "float32", or "float16" (IEEE halves in
+        textures; load_model's activation_dtype, docs/float16.md). Setting it frees the
+        execution plans recorded the other way."""
+        return self._plans.activation_dtype
+
+    @activation_dtype.setter
+    def activation_dtype(self, value) -> None:
+        self._check_alive()
+        value = check_activation_dtype(value)
+        if value != self._plans.activation_dtype:
+            self._plans.clear()
+            self._plans.activation_dtype = value
 
     @property
     def inputs(self) -> list[TensorSpec]:

@@ -103,10 +103,12 @@ class Worker:
         return self._closed
 
     # -- models ---------------------------------------------------------------------------------
-    def load_model(self, path, storage_dtype="float32") -> "WorkerModel":
+    def load_model(self, path, storage_dtype="float32",
+                   activation_dtype="float32") -> "WorkerModel":
         """kg.load_model on the worker: a model whose predict any thread may call
-        (storage_dtype: load_model's)."""
-        return WorkerModel(self, self.call(load_model, path, storage_dtype=storage_dtype))
+        (storage_dtype and activation_dtype: load_model's)."""
+        return WorkerModel(self, self.call(load_model, path, storage_dtype=storage_dtype,
+                                           activation_dtype=activation_dtype))
 
     def memory(self):
         """kg.memory(), read on the worker (the registry it reads changes under running jobs)."""

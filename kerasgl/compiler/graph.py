@@ -23,6 +23,7 @@ from ..layers.core.input_layer import InputLayer
 from ..layers.typed_shapes import dtype_of, typed
 from ..keras_ops.node import OP_CLASSES, OpNode, Symbolic, is_op_module
 from ..layers.refusals import REFUSED_LAYERS, REFUSED_OPS
+from ..ops import half_activations
 from ..ops.typed import bools_as_float
 from ..plans.recorder import current_layer
 from ..saving.spec import LayerSpec, ModelSpec, TensorRef
@@ -264,6 +265,7 @@ class Graph:
                     current_layer.name = outer
                 outputs = list(result) if isinstance(result, (list, tuple)) else [result]
                 live = {id(t) for t in values.values()}
+                as_kept: dict = {}
                 for i, tensor in enumerate(outputs):
                     if not isinstance(tensor, Tensor):
                         raise TypeError(f"Layer '{node.layer.name}' returned {type(tensor).__name__}, "
@@ -272,6 +274,11 @@ class Graph:
                         # An identity layer returned its input: give this value its own handle
                         # on the shared storage so each value can be freed independently.
                         tensor = view(tensor, tensor.shape)
+                    # Kept as halves between layers in a float16-activation model's run (once
+                    # for a tensor a layer returns twice).
+                    if id(tensor) not in as_kept:
+                        as_kept[id(tensor)] = half_activations.as_activation(tensor)
+                    tensor = outputs[i] = as_kept[id(tensor)]
                     ref = node.output_ref(i)
                     if ref in keep or remaining[ref] > 0:
                         values[ref] = tensor

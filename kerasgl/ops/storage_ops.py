@@ -8,26 +8,56 @@ where it is: it names those arguments in `any_storage(in_place=...)`, dispatches
 it no copy. The result follows one rule either way: when every tensor argument was a texture, it
 is returned as a texture (written there directly by an op that allocates it with
 `result_storage`, else copied there after).
+
+A texture may hold halves (tensors/tensor.py HALF_TEXTURE: a float32 tensor stored as IEEE halves
+in an r16f texture): a model run with activation_dtype="float16" keeps its activations so
+(ops/half_activations.py). Kernels read and write it as they read and write an r32f texture, the
+texture unit converting (texture_operand.glsl: the define HALF_TEXTURE_<unit> declares the
+unit r16f); a copy to a buffer is float32. While such a model runs (`half_results`), every result
+written in place is a texture of halves, whatever its operands.
 """
 from __future__ import annotations
 
 import functools
 import inspect
 
-from ..runtime import context
+from ..runtime import context, tuning
 from ..tensors import ownership
-from ..tensors.tensor import Tensor, empty, texture_extent
+from ..tensors.tensor import HALF_TEXTURE, Tensor, empty, is_half_texture, texture_extent
 from . import dispatch
 
-GL_R32F, GL_R32I = 0x822E, 0x8235
+GL_R32F, GL_R32I, GL_R16F = 0x822E, 0x8235, 0x822D
 _FORMAT = {"float32": GL_R32F, "int32": GL_R32I, "bool": GL_R32I}   # (bool: 0 / 1)
 
 
-def to_texture(x: Tensor) -> Tensor:
+class _HalfResults:
+    """Whether results written in place are textures of halves: on while a float16-activation
+    model runs (ops/half_activations.py sets it; a counter, so scopes nest)."""
+    depth = 0
+
+
+def image_format(x: Tensor) -> int:
+    """The GL image format a kernel binds texture tensor x with: r16f for a texture of halves."""
+    return GL_R16F if is_half_texture(x.gl_object) else _FORMAT[x.dtype]
+
+
+def _store_rounding(fmt: int) -> dict:
+    """The define that makes a kernel round what it stores into a texture of halves itself
+    (texture_operand.glsl): where the device policy says its stores truncate (llvmpipe)."""
+    if fmt == GL_R16F and tuning.current().half_store_rounding:
+        return {"HALF_STORE_ROUNDING": True}
+    return {}
+
+
+def to_texture(x: Tensor, half: bool | None = None) -> Tensor:
+    """A copy of x in a texture: of halves when `half` (a float32 x only), else 32-bit texels;
+    half=None keeps a texture's own format (a buffer gets 32-bit texels)."""
     x._check_alive()
+    if half is None:
+        half = x.storage == "texture" and is_half_texture(x.gl_object)
     if x.storage == "texture":
-        return into_storage(to_buffer(x), "texture")
-    return _convert(x, "texture", "buffer_to_texture.comp")
+        return into_storage(to_buffer(x), HALF_TEXTURE if half else "texture")
+    return _convert(x, HALF_TEXTURE if half else "texture", "buffer_to_texture.comp")
 
 
 def to_buffer(x: Tensor) -> Tensor:
@@ -51,22 +81,38 @@ def _convert(x: Tensor, storage: str, shader: str) -> Tensor:
     out = empty(x.shape, x.dtype, storage=storage)
     if x.size:
         width, _ = texture_extent(x.size)
-        writes_texture = storage == "texture"
+        writes_texture = storage != "buffer"
         buffer, texture = (x, out) if writes_texture else (out, x)
-        dispatch.run(shader, defines={"IS_INT": x.dtype != "float32"}, buffers=[buffer],
-                     images=[(0, texture.gl_texture(), not writes_texture, writes_texture,
-                              _FORMAT[x.dtype])],
+        fmt = image_format(texture)
+        defines = {"IS_INT": x.dtype != "float32", "HALF": fmt == GL_R16F}
+        if writes_texture:
+            defines.update(_store_rounding(fmt))
+        dispatch.run(shader, defines=defines,
+                     buffers=[buffer],
+                     images=[(0, texture.gl_texture(), not writes_texture, writes_texture, fmt)],
                      uniforms={"n": x.size, "width": width}, groups=dispatch.groups_for(x.size))
     return out
 
 
+def _stored_as(x: Tensor, storage: str) -> bool:
+    """Whether x is stored as `storage` asks ("buffer", "texture" of 32-bit texels, or
+    HALF_TEXTURE; an int32 or bool tensor asked for halves is as asked in a 32-bit texture)."""
+    if storage == HALF_TEXTURE:
+        return x.storage == "texture" and (is_half_texture(x.gl_object) or x.dtype != "float32")
+    if storage == "texture":
+        return x.storage == "texture" and not is_half_texture(x.gl_object)
+    return x.storage == storage
+
+
 def into_storage(x: Tensor, storage: str) -> Tensor:
-    """x itself when it is stored in `storage`; else a copy there, and x (a temporary the caller
-    hands over) is disposed."""
-    if x.storage == storage:
+    """x itself when it is stored in `storage` ("buffer", "texture" or HALF_TEXTURE); else a copy
+    there, and x (a temporary the caller hands over) is disposed."""
+    if _stored_as(x, storage):
         return x
     try:
-        return to_texture(x) if storage == "texture" else to_buffer(x)
+        if storage == "buffer":
+            return to_buffer(x)
+        return to_texture(x, half=storage == HALF_TEXTURE)
     finally:
         x.dispose()
 
@@ -91,6 +137,8 @@ def result_storage(*operands) -> str:
     among `operands` (its tensor arguments; numbers and None are skipped) is a texture, as
     any_storage would return it, else "buffer"."""
     tensors = [v for v in operands if isinstance(v, Tensor)]
+    if _HalfResults.depth and textures_in_place():
+        return HALF_TEXTURE
     if tensors and all(_in_texture(t) for t in tensors) and textures_in_place():
         return "texture"
     return "buffer"
@@ -128,7 +176,7 @@ def any_storage(op=None, *, in_place: tuple = ()):
                       **{k: staged(v, k) for k, v in kwargs.items()})
         result = ownership.tidy.run(call)
         if all(t.storage == "texture" for t in tensors) and isinstance(result, Tensor):
-            return into_storage(result, "texture")
+            return into_storage(result, HALF_TEXTURE if _HalfResults.depth else "texture")
         return result
 
     return wrapper
@@ -141,7 +189,7 @@ def run_in_place(shader: str, *, buffers, reads: dict, writes: dict | None = Non
     result), k -> NAME. Such a tensor is bound as an image at unit k (read-only, or write-only
     for a result) and the define NAME_TEXTURE is set, so that the kernel declares that operand
     as an image (the define is left out otherwise: programs of buffer operands keep their
-    names). A None in `buffers` is an operand the kernel does not read from a buffer (a number
+    names), and HALF_TEXTURE_k where it is a texture of halves. A None in `buffers` is an operand the kernel does not read from a buffer (a number
     passed as a uniform).
 
     Storage-buffer bindings are positional (dispatch.run binds buffers[k] at k), so a binding
@@ -155,7 +203,12 @@ def run_in_place(shader: str, *, buffers, reads: dict, writes: dict | None = Non
             tensor = bound[binding]
             if _in_texture(tensor):
                 defines[f"{name}_TEXTURE"] = True
-                images.append((binding, tensor.gl_texture(), read, not read, _FORMAT[tensor.dtype]))
+                fmt = image_format(tensor)
+                if fmt == GL_R16F:
+                    defines[f"HALF_TEXTURE_{binding}"] = True
+                if not read:
+                    defines.update(_store_rounding(fmt))
+                images.append((binding, tensor.gl_texture(), read, not read, fmt))
                 bound[binding] = None
     while bound and bound[-1] is None:
         bound.pop()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import settings
-from ..ops import gpu_checks
+from ..ops import gpu_checks, half_activations
 from ..runtime import recording
 from ..runtime.objects import PLAN_LABEL
 from ..tensors import ownership
@@ -84,6 +84,9 @@ class ModelPlans:
         self.capacity = capacity
         self._refusal = _declared_unplannable(graph)
         self._used: set | None = None       # the keys predict asked for, while tracking()
+        # How the model keeps its activations (load_model's activation_dtype): "float16" runs
+        # every call in half_activations.running; the model clears the plans when it changes.
+        self.activation_dtype = "float32"
 
     @property
     def capacity(self) -> int:
@@ -126,7 +129,7 @@ class ModelPlans:
             # (an Embedding's index range: ops/gpu_checks.py) are read with the outputs.
             with ownership.tidy(), gpu_checks.collecting() as checks:
                 inputs = [upload(a, dtype=d) for a, d in zip(arrays, dtypes)]
-                outs = self.graph.execute(inputs, wanted)
+                outs = self._execute(inputs, wanted)
                 checks.verify()
                 results = [out.numpy() for out in outs]
                 ownership.dispose(outs)          # (a layer may hand back a kept tensor)
@@ -139,7 +142,7 @@ class ModelPlans:
             # The recorder stays on while the scope closes: it must see every temporary freed.
             with recording.recording(recorder):
                 with ownership.tidy(), gpu_checks.collecting() as checks:
-                    outs = self.graph.execute(inputs, wanted)
+                    outs = self._execute(inputs, wanted)
                     recorder.set_outputs(outs, checks.checks)
                     recorder.paused = True          # reading the outputs is not part of the call
                     checks.verify()
@@ -157,17 +160,27 @@ class ModelPlans:
         if entry is not None and entry.status == "planned":
             return entry.plan.run_tensors(tensors)
         if entry is None or entry.status != "recording":
-            return _execute_checked(self.graph, tensors, wanted)
+            with gpu_checks.collecting() as checks:
+                outs = self._execute(tensors, wanted)
+                _verify_or_dispose(checks, outs)
+            return outs
         recorder = Recorder(tensors)
         with recording.recording(recorder):
             with gpu_checks.collecting() as checks:
-                outs = self.graph.execute(tensors, wanted)
+                outs = self._execute(tensors, wanted)
                 recorder.set_outputs(outs, checks.checks)
                 recorder.paused = True
                 _verify_or_dispose(checks, outs)
         recorder.finish()
         self._learn(entry, recorder, tensors)
         return outs
+
+    def _execute(self, inputs: list[Tensor], wanted) -> list[Tensor]:
+        """The graph run eagerly (under a recorder or not), its activations kept as
+        activation_dtype says; outputs as float32 buffers either way."""
+        with half_activations.running(self.activation_dtype):
+            outs = self.graph.execute(inputs, wanted)
+        return [half_activations.as_output(out) for out in outs]
 
     # -- the cache -------------------------------------------------------------------------------------
     def _entry(self, values, wanted) -> _Entry | None:
@@ -242,14 +255,6 @@ class ModelPlans:
         self._entries.clear()
 
     dispose = clear
-
-
-def _execute_checked(graph, tensors, wanted) -> list[Tensor]:
-    """graph.execute with the GPU's checks read at the end (ops/gpu_checks.py)."""
-    with gpu_checks.collecting() as checks:
-        outs = graph.execute(tensors, wanted)
-        _verify_or_dispose(checks, outs)
-    return outs
 
 
 def _verify_or_dispose(checks, outs) -> None:

@@ -81,6 +81,10 @@ class Tuning:
     # unpackHalf2x16 built-in (shaders/half_weights.glsl): for a driver that runs the built-in
     # lane by lane; a GPU converts halves in hardware.
     half_decode_integer: bool = False
+    # Results stored into textures of halves (activation_dtype="float16") rounded to the nearest
+    # half in the shader before the store (shaders/texture_operand.glsl): for a driver whose
+    # texture unit truncates float32 to half; GPUs' stores round to nearest even themselves.
+    half_store_rounding: bool = False
 
 
 _current: Tuning | None = None

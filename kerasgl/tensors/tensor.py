@@ -26,6 +26,13 @@ from ..errors import DisposedError, GPULimitError, InputValueError, ShapeError
 # kerasgl dtype -> the numpy dtype of its 32-bit words in GPU memory (a bool is a 0 / 1 word).
 DTYPES = {"float32": np.float32, "int32": np.int32, "bool": np.int32}
 STORAGE_KINDS = ("buffer", "texture")
+# What `empty` also takes as a storage: a float32 tensor in a texture of IEEE halves (r16f), the
+# activations of a model run with activation_dtype="float16" (ops/half_activations.py). Kernels
+# read and write it as float32 (the texture unit converts); its storage is "texture", its
+# storage_dtype "float16", its nbytes two an element. Another dtype asked for so gets a 32-bit
+# texture: only floats are halved.
+HALF_TEXTURE = "half_texture"
+HALF_TEXTURE_FORMAT = "f2"              # moderngl's dtype of an r16f texture
 # Weights stored as IEEE half, two per 32-bit word in packHalf2x16's layout (element 2k in the low
 # 16 bits of word k; an odd count ends with a zero half): half the memory of float32.
 HALF = "float16"
@@ -87,13 +94,22 @@ class Tensor(memory.Owned):
 
     @property
     def nbytes(self) -> int:
-        """Bytes of its data on the GPU (a float16 tensor's: two elements per 4-byte word)."""
+        """Bytes of its data on the GPU (a float16 tensor's: two elements per 4-byte word; a
+        texture of halves': two per element)."""
+        if is_half_texture(self._storage.gl):
+            return 2 * self.size
         return 4 * word_count(self.size, self.dtype)
 
     @property
     def storage(self) -> str:
         """'buffer' (a GL shader storage buffer) or 'texture' (a GL 2D texture)."""
         return self._storage.gl.kind
+
+    @property
+    def storage_dtype(self) -> str:
+        """How each element is stored: "float16" for a float32 tensor in a texture of halves
+        (HALF_TEXTURE: a float16-activation model's), else its dtype's words."""
+        return HALF if is_half_texture(self._storage.gl) else self.dtype
 
     @property
     def is_disposed(self) -> bool:
@@ -158,6 +174,9 @@ class Tensor(memory.Owned):
         if recording.recorders:
             recording.recorders[-1].read_back(gl)
         raw = gl.handle.read()
+        if is_half_texture(gl):          # float32 values stored as halves: read as float32
+            flat = np.frombuffer(raw, dtype=np.float16)[: self.size].astype(np.float32)
+            return flat.reshape(self.shape)
         # Halves two a word, element 2k in the low half: little-endian memory order is theirs.
         words = np.float16 if self.dtype == HALF else DTYPES[self.dtype]
         flat = np.frombuffer(raw, dtype=words)[: self.size]
@@ -186,8 +205,13 @@ class Tensor(memory.Owned):
 # Allocation
 # -------------------------------------------------------------------------------------------------
 def _check_storage(storage: str) -> None:
-    if storage not in STORAGE_KINDS:
+    if storage not in STORAGE_KINDS and storage != HALF_TEXTURE:
         raise ShapeError(f"storage must be 'buffer' or 'texture'. Received {storage!r}.")
+
+
+def is_half_texture(gl: GLObject) -> bool:
+    """Whether a tensor's GL object is a texture of halves (HALF_TEXTURE)."""
+    return gl.kind == "texture" and gl.handle is not None and gl.handle.dtype == HALF_TEXTURE_FORMAT
 
 
 def texture_extent(size: int) -> tuple[int, int]:
@@ -230,12 +254,16 @@ def _allocate(shape: tuple, dtype: str, storage: str, data: bytes | None, label:
         gl = GLObject("buffer", handle, handle.size, label)
     else:
         width, height = texture_extent(math.prod(shape))
-        fmt = "f4" if dtype == "float32" else "i4"
-        if data is not None and len(data) < width * height * 4:
-            data = bytes(data) + bytes(width * height * 4 - len(data))
+        halves = storage == HALF_TEXTURE and dtype == "float32"
+        fmt = HALF_TEXTURE_FORMAT if halves else "f4" if dtype == "float32" else "i4"
+        item = 2 if halves else 4
+        if data is not None and halves:       # float32 words in, rounded to the nearest half
+            data = np.frombuffer(data, np.float32).astype(np.float16).tobytes()
+        if data is not None and len(data) < width * height * item:
+            data = bytes(data) + bytes(width * height * item - len(data))
         handle = ctx.texture((width, height), 1, data=data, dtype=fmt)
         handle.filter = (0x2600, 0x2600)  # GL_NEAREST: no filtering, no mipmaps needed
-        gl = GLObject("texture", handle, width * height * 4, label)
+        gl = GLObject("texture", handle, width * height * item, label)
     if recording.recorders:
         recording.recorders[-1].created(gl, data)
     return Tensor(memory.Storage(gl), shape, dtype)

@@ -41,12 +41,15 @@ from . import compile_ahead, placement, threads
 # float16 weights decoded with integer vector operations (shaders/half_weights.glsl): llvmpipe runs
 # unpackHalf2x16 lane by lane (a 3x3 convolution over 56x56x64 with float16 weights 18.7 ms with
 # the built-in, 7.9 with the integer decode, 7.4 with float32 weights; load average about 6).
+# Its image stores to r16f textures truncate toward zero (measured: one unit in the last place
+# below numpy's round-to-nearest-even on about half the values), where GPUs round to nearest
+# even: activation_dtype="float16" results are rounded in the shader first.
 TUNING_DEFAULTS = {
     "conv_weights_image": True, "conv_input_image": True, "matmul_views": True,
     "window_views": True, "depthwise_views": True, "elementwise_views": True,
     "matmul_as_conv": True, "conv_local_size": 8, "conv_weights_not_power_of_two": True,
     "conv_pix": 16, "conv_cout_vec": 8, "matmul_tiled": False, "conv_gemm": False,
-    "depthwise_tiled": False, "half_decode_integer": True,
+    "depthwise_tiled": False, "half_decode_integer": True, "half_store_rounding": True,
 }
 
 

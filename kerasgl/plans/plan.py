@@ -46,6 +46,7 @@ class Plan:
         handles: dict = {}
         self.persistent: list[GLObject] = []
         usages, textures, constants = [], [], []
+        texture_usages: dict = {}          # token -> (first, last) of a texture to share
         for token, seen in by_token.items():
             if token[0] == "w":
                 handles[token] = seen.gl.handle
@@ -60,21 +61,27 @@ class Plan:
                 last = end if token in outputs else seen.last
             if seen.kind == "texture":
                 textures.append(seen)
+                if seen.data is None:
+                    texture_usages[token] = (first, last)
             elif seen.data is not None and not seen.written and token not in outputs:
                 constants.append(seen)             # uploaded once, read only: plan-owned
             else:
                 usages.append(memory_plan.Usage(token, max(4, seen.nbytes), first, last))
         self.naive_bytes = sum(u.size for u in usages) + sum(s.nbytes for s in textures)
-        self.peak_live_bytes = memory_plan.peak_live_bytes(usages) + sum(s.nbytes for s in textures)
+        self.peak_live_bytes = memory_plan.peak_live_bytes(
+            usages + [memory_plan.Usage(s.token, s.nbytes, *texture_usages[s.token])
+                      for s in textures if s.token in texture_usages]) + sum(
+            s.nbytes for s in textures if s.token not in texture_usages)
         assignment = memory_plan.assign(usages)
         shared = [self._buffer(ctx, size) for size in assignment.sizes]
         for token, index in assignment.buffer_of.items():
             handles[token] = shared[index]
+        self._share_textures(ctx, [s for s in textures if s.token in texture_usages],
+                             texture_usages, handles)
         for seen in textures:
-            texture = ctx.texture(seen.extent, 1, dtype=seen.texture_dtype)
-            texture.filter = (_GL_NEAREST, _GL_NEAREST)
-            self._own("texture", texture, seen.nbytes)
-            handles[seen.token] = texture
+            if seen.token not in texture_usages:      # uploaded: a texture of its own
+                handles[seen.token] = self._texture(ctx, seen.extent, seen.texture_dtype,
+                                                    seen.nbytes)
         for seen in constants:
             handles[seen.token] = self._buffer(ctx, len(seen.data), seen.data)
         self.shared_buffers = len(shared)
@@ -130,6 +137,29 @@ class Plan:
             view = self._views[(id(handle), fmt)] = buffer_views.view_of_handle(
                 handle, fmt, self._objects, f"{self.label} {fmt} view")
         return view
+
+    def _share_textures(self, ctx, textures, intervals: dict, handles: dict) -> None:
+        """Textures whose lifetimes do not overlap share one, as buffers do (memory_plan.assign,
+        counting rows): a float16-activation model keeps its activations in textures. Tenants of
+        one texture have the same width and texel format, since kernels find an element's texel
+        from the texture's width (texture_operand.glsl); one as tall as its tallest tenant holds
+        each (a tensor of GL_MAX_TEXTURE_SIZE or more elements fills rows of that width)."""
+        groups: dict = {}
+        for seen in textures:
+            groups.setdefault((seen.extent[0], seen.texture_dtype), []).append(seen)
+        for (width, dtype), members in groups.items():
+            texel_bytes = members[0].nbytes // (members[0].extent[0] * members[0].extent[1])
+            assignment = memory_plan.assign(
+                [memory_plan.Usage(s.token, s.extent[1], *intervals[s.token]) for s in members])
+            shared = [self._texture(ctx, (width, rows), dtype, width * rows * texel_bytes)
+                      for rows in assignment.sizes]
+            for token, index in assignment.buffer_of.items():
+                handles[token] = shared[index]
+
+    def _texture(self, ctx, extent, dtype, nbytes):
+        texture = ctx.texture(extent, 1, dtype=dtype)
+        texture.filter = (_GL_NEAREST, _GL_NEAREST)
+        return self._own("texture", texture, nbytes)
 
     def _own(self, kind, handle, nbytes):
         self._objects.append(GLObject(kind, handle, nbytes, self.label))

@@ -80,6 +80,7 @@ def load_model(path, worker=None, custom_objects=None, storage_dtype="float32",
     path = model_path(path)
     storage_dtype = check_storage_dtype(storage_dtype)
     activation_dtype = check_activation_dtype(activation_dtype)
+    half_activations.check_supported(activation_dtype)      # before anything is uploaded
     if worker is not None and custom_objects:
         raise TypeError("load_model(worker=..., custom_objects=...) is not supported")
     if worker is not None:
@@ -160,6 +161,7 @@ def load_model_from_json(architecture, weights_path, storage_dtype="float32",
     weights_path = model_path(weights_path, "load_model_from_json")
     storage_dtype = check_storage_dtype(storage_dtype)
     activation_dtype = check_activation_dtype(activation_dtype)
+    half_activations.check_supported(activation_dtype)      # before anything is uploaded
     spec = saving.load_weights_into(saving.read_architecture_json(architecture), weights_path)
     model = Model.from_spec(spec, storage_dtype=storage_dtype)
     model.activation_dtype = activation_dtype
@@ -274,6 +276,7 @@ class Model(KerasModelAPI, ModelMemory):
     def activation_dtype(self, value) -> None:
         self._check_alive()
         value = check_activation_dtype(value)
+        half_activations.check_supported(value)
         if value != self._plans.activation_dtype:
             self._plans.clear()
             self._plans.activation_dtype = value

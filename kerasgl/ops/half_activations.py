@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 
+from ..errors import GPULimitError
+from ..runtime import context
 from ..tensors.tensor import HALF, Tensor, is_half_texture
 from . import storage_ops
 
@@ -26,11 +28,22 @@ from . import storage_ops
 ACTIVATION_DTYPES = ("float32", HALF)
 
 
+def check_supported(activation_dtype: str) -> None:
+    """GPULimitError where this GPU cannot keep activations as halves: textures are read in
+    place only where GL_MAX_TEXTURE_SIZE is a multiple of 4 (storage_ops.textures_in_place;
+    true of every driver reporting a power of two), and halves live in textures."""
+    if activation_dtype == HALF and not storage_ops.textures_in_place():
+        raise GPULimitError(
+            "activation_dtype='float16' keeps activations in textures read in place, which this "
+            f"GPU's GL_MAX_TEXTURE_SIZE ({context.limits().max_texture_size}, not a multiple of "
+            "4) rules out: use activation_dtype='float32'.")
+
+
 @contextlib.contextmanager
 def running(activation_dtype: str):
     """The scope of one run of a model whose activations are `activation_dtype` (nothing changes
     for "float32"; scopes nest: a model inside a model)."""
-    if activation_dtype != HALF or not storage_ops.textures_in_place():
+    if activation_dtype != HALF:
         yield
         return
     storage_ops._HalfResults.depth += 1
@@ -64,4 +77,4 @@ def as_output(x: Tensor) -> Tensor:
     return x
 
 
-__all__ = ["ACTIVATION_DTYPES", "active", "as_activation", "as_output", "running"]
+__all__ = ["ACTIVATION_DTYPES", "active", "check_supported", "as_activation", "as_output", "running"]

@@ -19,7 +19,7 @@ layout(local_size_x = LOCAL_SIZE) in;
 #if A_SCALAR
 #define LOAD_A(i) a_value
 #elif defined(A_TEXTURE)
-TEXTURE_OPERAND(a_texture, 0);
+TEXTURE_OPERAND(a_texture, 0, TEXEL_FORMAT_0);
 #define LOAD_A(i) TEXEL(a_texture, i)
 #else
 layout(std430, binding = 0) readonly buffer A { float a[]; };
@@ -28,14 +28,14 @@ layout(std430, binding = 0) readonly buffer A { float a[]; };
 #if B_SCALAR
 #define LOAD_B(i) b_value
 #elif defined(B_TEXTURE)
-TEXTURE_OPERAND(b_texture, 1);
+TEXTURE_OPERAND(b_texture, 1, TEXEL_FORMAT_1);
 #define LOAD_B(i) TEXEL(b_texture, i)
 #else
 layout(std430, binding = 1) readonly buffer B { float b[]; };
 #define LOAD_B(i) b[i]
 #endif
 #ifdef C_TEXTURE
-TEXTURE_RESULT(c_texture, 2);
+TEXTURE_RESULT(c_texture, 2, TEXEL_FORMAT_2);
 #define STORE_C(i, v) STORE_TEXEL(c_texture, i, v)
 #else
 layout(std430, binding = 2) writeonly buffer C { float c[]; };

@@ -23,7 +23,7 @@ layout(local_size_x = LOCAL_SIZE) in;
 #if A_SCALAR
 #define LOAD_A(i) vec4(a_value)
 #elif defined(A_TEXTURE)
-TEXTURE_OPERAND(a_texture, 0);
+TEXTURE_OPERAND(a_texture, 0, TEXEL_FORMAT_0);
 #define LOAD_A(i) TEXEL4(a_texture, i)
 #elif A_VIEW
 layout(rgba32f, binding = 0) readonly uniform imageBuffer a_view;
@@ -35,7 +35,7 @@ layout(std430, binding = 0) readonly buffer A { vec4 a[]; };
 #if B_SCALAR
 #define LOAD_B(i) vec4(b_value)
 #elif defined(B_TEXTURE)
-TEXTURE_OPERAND(b_texture, 1);
+TEXTURE_OPERAND(b_texture, 1, TEXEL_FORMAT_1);
 #define LOAD_B(i) TEXEL4(b_texture, i)
 #elif B_VIEW
 layout(rgba32f, binding = 1) readonly uniform imageBuffer b_view;
@@ -46,7 +46,7 @@ layout(std430, binding = 1) readonly buffer B { vec4 b[]; };
 #endif
 // The result: a buffer, or a texture written in place (C_TEXTURE).
 #ifdef C_TEXTURE
-TEXTURE_RESULT(c_texture, 2);
+TEXTURE_RESULT(c_texture, 2, TEXEL_FORMAT_2);
 #define STORE_C(i, v) STORE_TEXEL4(c_texture, i, v)
 #else
 layout(std430, binding = 2) writeonly buffer C { vec4 c[]; };

@@ -21,7 +21,7 @@ layout(local_size_x = LOCAL_SIZE) in;
 INT_TEXTURE_OPERAND(x_texture, 0);
 #define LOAD_X(i) TEXEL(x_texture, i)
 #elif defined(X_TEXTURE)
-TEXTURE_OPERAND(x_texture, 0);
+TEXTURE_OPERAND(x_texture, 0, TEXEL_FORMAT_0);
 #define LOAD_X(i) TEXEL(x_texture, i)
 #define LOAD_X4(i) TEXEL4(x_texture, i)
 #elif VEC4 && VIEWS
@@ -38,7 +38,7 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 #define LOAD_X(i) x[i]
 #endif
 #ifdef SCALE_TEXTURE
-TEXTURE_OPERAND(scale_texture, 1);
+TEXTURE_OPERAND(scale_texture, 1, TEXEL_FORMAT_1);
 #define SCALE(c) TEXEL(scale_texture, c)
 #elif VEC4 && VIEWS
 layout(r32f, binding = 1) readonly uniform imageBuffer scale_view;
@@ -48,7 +48,7 @@ layout(std430, binding = 1) readonly buffer Scale { float scale[]; };
 #define SCALE(c) scale[c]
 #endif
 #ifdef SHIFT_TEXTURE
-TEXTURE_OPERAND(shift_texture, 2);
+TEXTURE_OPERAND(shift_texture, 2, TEXEL_FORMAT_2);
 #define SHIFT(c) TEXEL(shift_texture, c)
 #elif VEC4 && VIEWS
 layout(r32f, binding = 2) readonly uniform imageBuffer shift_view;
@@ -58,10 +58,10 @@ layout(std430, binding = 2) readonly buffer Shift { float shift[]; };
 #define SHIFT(c) shift[c]
 #endif
 #if defined(Y_TEXTURE) && VEC4
-TEXTURE_RESULT(y_texture, 3);
+TEXTURE_RESULT(y_texture, 3, TEXEL_FORMAT_3);
 #define STORE_Y4(i, v) STORE_TEXEL4(y_texture, i, v)
 #elif defined(Y_TEXTURE)
-TEXTURE_RESULT(y_texture, 3);
+TEXTURE_RESULT(y_texture, 3, TEXEL_FORMAT_3);
 #define STORE_Y(i, v) STORE_TEXEL(y_texture, i, v)
 #elif VEC4
 layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };

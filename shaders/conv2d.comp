@@ -43,7 +43,7 @@ layout(local_size_x = LOCAL_SIZE) in;
 // address, value masked outside the input), so no X_VIEW: the same values either way.
 #include "texture_operand.glsl"
 #ifdef X_TEXTURE
-TEXTURE_OPERAND(x_texture, 0);
+TEXTURE_OPERAND(x_texture, 0, TEXEL_FORMAT_0);
 #define LOAD_X4(i) TEXEL4(x_texture, i)      // only with CIN_VEC4: 4 divides cin
 #define LOAD_X(i) TEXEL(x_texture, i)
 #elif X_VIEW && CIN_VEC4
@@ -70,7 +70,7 @@ layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
 // RESIDUAL: a tensor of the output's layout added before the activation (a residual connection's
 // Add, fused at load: kerasgl/fusion.py); read through a view (R_VIEW) like the input.
 #ifdef R_TEXTURE
-TEXTURE_OPERAND(r_texture, 4);
+TEXTURE_OPERAND(r_texture, 4, TEXEL_FORMAT_4);
 #define LOAD_R4(i) TEXEL4(r_texture, i)
 #elif R_VIEW
 layout(rgba32f, binding = 2) readonly uniform imageBuffer r_view;
@@ -80,7 +80,7 @@ layout(std430, binding = 4) readonly buffer R { vec4 r4[]; };
 #define LOAD_R4(i) r4[i]
 #endif
 #ifdef Y_TEXTURE
-TEXTURE_RESULT(y_texture, 3);
+TEXTURE_RESULT(y_texture, 3, TEXEL_FORMAT_3);
 #define STORE_Y4(i, v) STORE_TEXEL4(y_texture, i, v)
 #define STORE_Y(i, v) STORE_TEXEL(y_texture, i, v)
 #elif VEC_OUT

@@ -28,7 +28,7 @@ float act_clamp(float v) { return min(max(v, act_lo), act_hi); }
 // Y_TEXTURE: the output is written as one.
 #include "texture_operand.glsl"
 #ifdef X_TEXTURE
-TEXTURE_OPERAND(x_texture, 0);
+TEXTURE_OPERAND(x_texture, 0, TEXEL_FORMAT_0);
 #define LOAD_X4(i) TEXEL4(x_texture, i)      // cin % 4 == 0 here: 4 divides the size
 #elif X_VIEW
 layout(rgba32f, binding = 0) readonly uniform imageBuffer x_view;
@@ -46,14 +46,14 @@ layout(std430, binding = 0) readonly buffer X { vec4 x4[]; };
 #define LOAD_W(i) load_w4(i)
 layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
 #ifdef Y_TEXTURE
-TEXTURE_RESULT(y_texture, 3);
+TEXTURE_RESULT(y_texture, 3, TEXEL_FORMAT_3);
 #define STORE_Y4(i, v) STORE_TEXEL4(y_texture, i, v)
 #else
 layout(std430, binding = 3) writeonly buffer Y { vec4 y4[]; };
 #define STORE_Y4(i, v) y4[i] = (v)
 #endif
 #ifdef R_TEXTURE
-TEXTURE_OPERAND(r_texture, 4);
+TEXTURE_OPERAND(r_texture, 4, TEXEL_FORMAT_4);
 #define LOAD_R4(i) TEXEL4(r_texture, i)
 #elif R_VIEW
 layout(rgba32f, binding = 2) readonly uniform imageBuffer r_view;

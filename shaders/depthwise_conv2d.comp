@@ -28,7 +28,7 @@ layout(local_size_x = LOCAL_SIZE) in;
 // place (texture_operand.glsl); Y_TEXTURE: the output is written as one.
 #include "texture_operand.glsl"
 #ifdef X_TEXTURE
-TEXTURE_OPERAND(x_texture, 0);
+TEXTURE_OPERAND(x_texture, 0, TEXEL_FORMAT_0);
 #define LOAD_X4(i) TEXEL4(x_texture, i)      // only with VEC_IN: 4 divides cin
 #define LOAD_X(i) TEXEL(x_texture, i)
 #elif X_VIEW
@@ -50,7 +50,7 @@ layout(std430, binding = 1) readonly buffer W { vec4 w[]; };
 #endif
 layout(std430, binding = 2) readonly buffer B { vec4 bias[]; };
 #ifdef Y_TEXTURE
-TEXTURE_RESULT(y_texture, 3);
+TEXTURE_RESULT(y_texture, 3, TEXEL_FORMAT_3);
 #define STORE_Y4(i, v) STORE_TEXEL4(y_texture, i, v)
 #define STORE_Y(i, v) STORE_TEXEL(y_texture, i, v)
 #elif VEC_OUT

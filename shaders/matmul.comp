@@ -36,7 +36,7 @@
 layout(local_size_x = LX, local_size_y = LY) in;
 
 #ifdef A_TEXTURE
-TEXTURE_OPERAND(a_texture, 0);
+TEXTURE_OPERAND(a_texture, 0, TEXEL_FORMAT_0);
 #define A4(i) TEXEL4(a_texture, i)
 #define A1(i) TEXEL(a_texture, i)
 #elif A_VIEW
@@ -51,7 +51,7 @@ layout(std430, binding = 0) readonly buffer A { float a[]; };
 #endif
 #ifdef B_TEXTURE
 // B a float32 tensor in a texture (a product of two activations): read in place.
-TEXTURE_OPERAND(b_texture, 1);
+TEXTURE_OPERAND(b_texture, 1, TEXEL_FORMAT_1);
 vec4 load_w4(int i) { return TEXEL4(b_texture, i); }   // only with B_VEC4: 4 divides its size
 float load_w(int i) { return TEXEL(b_texture, i); }
 #else
@@ -63,7 +63,7 @@ float load_w(int i) { return TEXEL(b_texture, i); }
 #endif
 #if !HAS_BIAS
 #elif defined(BIAS_TEXTURE)
-TEXTURE_OPERAND(bias_texture, 2);
+TEXTURE_OPERAND(bias_texture, 2, TEXEL_FORMAT_2);
 #define BIAS4(i) TEXEL4(bias_texture, i)
 #define BIAS1(i) TEXEL(bias_texture, i)
 #elif BIAS_VEC4
@@ -74,7 +74,7 @@ layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 #define BIAS1(i) bias[i]
 #endif
 #ifdef C_TEXTURE
-TEXTURE_RESULT(c_texture, 3);
+TEXTURE_RESULT(c_texture, 3, TEXEL_FORMAT_3);
 #define STORE_C4(i, v) STORE_TEXEL4(c_texture, i, v)
 #define STORE_C(i, v) STORE_TEXEL(c_texture, i, v)
 #elif C_VEC4

@@ -18,7 +18,7 @@
 #include "texture_operand.glsl"
 
 #ifdef A_TEXTURE
-TEXTURE_OPERAND(a_texture, 0);
+TEXTURE_OPERAND(a_texture, 0, TEXEL_FORMAT_0);
 #define A4(i) TEXEL4(a_texture, i)
 #elif A_VIEW
 layout(rgba32f, binding = 0) readonly uniform imageBuffer a_view;
@@ -28,7 +28,7 @@ layout(std430, binding = 0) readonly buffer A { vec4 a4[]; };
 #define A4(i) a4[i]
 #endif
 #ifdef B_TEXTURE
-TEXTURE_OPERAND(b_texture, 1);     // a float32 activation in a texture, read in place
+TEXTURE_OPERAND(b_texture, 1, TEXEL_FORMAT_1);     // a float32 activation in a texture, read in place
 #define B4(i) TEXEL4(b_texture, i)
 #else
 // B through half_weights.glsl: float32, or float16 weights (WEIGHTS_F16) unpacked as read.
@@ -40,14 +40,14 @@ TEXTURE_OPERAND(b_texture, 1);     // a float32 activation in a texture, read in
 #endif
 #if !HAS_BIAS
 #elif defined(BIAS_TEXTURE)
-TEXTURE_OPERAND(bias_texture, 2);
+TEXTURE_OPERAND(bias_texture, 2, TEXEL_FORMAT_2);
 #define BIAS4(i) TEXEL4(bias_texture, i)
 #else
 layout(std430, binding = 2) readonly buffer Bias { vec4 bias4[]; };
 #define BIAS4(i) bias4[i]
 #endif
 #ifdef C_TEXTURE
-TEXTURE_RESULT(c_texture, 3);
+TEXTURE_RESULT(c_texture, 3, TEXEL_FORMAT_3);
 #define STORE_C4(i, v) STORE_TEXEL4(c_texture, i, v)
 #else
 layout(std430, binding = 3) writeonly buffer C { vec4 c4[]; };

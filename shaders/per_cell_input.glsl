@@ -18,7 +18,7 @@
 #define STORE_TEXEL_T STORE_TEXEL
 #endif
 #ifdef X_TEXTURE
-TEXTURE_OPERAND(x_texture, 0);
+TEXTURE_OPERAND(x_texture, 0, TEXEL_FORMAT_0);
 #define LOAD_X(i) TEXEL_T(x_texture, i)
 #elif X_VIEW
 layout(rgba32f, binding = 0) readonly uniform imageBuffer x_view;
@@ -28,7 +28,7 @@ layout(std430, binding = 0) readonly buffer X { T x[]; };
 #define LOAD_X(i) x[i]
 #endif
 #ifdef Y_TEXTURE
-TEXTURE_RESULT(y_texture, 1);
+TEXTURE_RESULT(y_texture, 1, TEXEL_FORMAT_1);
 #define STORE_Y(i, v) STORE_TEXEL_T(y_texture, i, v)
 #else
 layout(std430, binding = 1) writeonly buffer Y { T y[]; };

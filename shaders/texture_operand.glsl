@@ -14,7 +14,7 @@
 // unchanged because it reads through a load macro either way:
 //
 //     #ifdef X_TEXTURE
-//     TEXTURE_OPERAND(x_texture, 0);            // INT_TEXTURE_OPERAND for an int32 operand
+//     TEXTURE_OPERAND(x_texture, 0, TEXEL_FORMAT_0);   // INT_TEXTURE_OPERAND(x_texture, 0) for int32
 //     #define LOAD_X(i) TEXEL(x_texture, i)     // TEXEL4(x_texture, i) where LOAD_X gives vec4 i
 //     #else
 //     (x's storage block at binding 0, as before)
@@ -24,7 +24,7 @@
 // and, for a result (the op allocates it as a texture when it returns one):
 //
 //     #ifdef Y_TEXTURE
-//     TEXTURE_RESULT(y_texture, 1);
+//     TEXTURE_RESULT(y_texture, 1, TEXEL_FORMAT_1);
 //     #define STORE_Y(i, v) STORE_TEXEL(y_texture, i, v)    // STORE_TEXEL4 for vec4 i
 //     #else
 //     (y's storage block at binding 1, as before)
@@ -40,42 +40,42 @@
 
 // A float texture holds float32 texels (r32f) or IEEE halves (r16f: a float16-activation model's
 // tensors, kerasgl/tensors/tensor.py HALF_TEXTURE): kerasgl defines HALF_TEXTURE_<unit> for each
-// unit bound to halves. The kernel reads and writes floats either way (the texture unit
-// converts: a store rounds to the nearest half), so its body is the same.
-#define TEXEL_FORMAT(unit) TEXEL_FORMAT_(unit)
-#define TEXEL_FORMAT_(unit) TEXEL_FORMAT_##unit
-#if defined(HALF_TEXTURE_0) && HALF_TEXTURE_0
+// unit bound to halves, and a kernel declares the unit's format as TEXEL_FORMAT_<unit> (a
+// macro argument, expanded: GLSL's preprocessor has no token pasting to derive it from the
+// unit). The kernel reads and writes floats either way (the texture unit converts: a store
+// rounds to a half), so its body is the same.
+#ifdef HALF_TEXTURE_0
 #define TEXEL_FORMAT_0 r16f
 #else
 #define TEXEL_FORMAT_0 r32f
 #endif
-#if defined(HALF_TEXTURE_1) && HALF_TEXTURE_1
+#ifdef HALF_TEXTURE_1
 #define TEXEL_FORMAT_1 r16f
 #else
 #define TEXEL_FORMAT_1 r32f
 #endif
-#if defined(HALF_TEXTURE_2) && HALF_TEXTURE_2
+#ifdef HALF_TEXTURE_2
 #define TEXEL_FORMAT_2 r16f
 #else
 #define TEXEL_FORMAT_2 r32f
 #endif
-#if defined(HALF_TEXTURE_3) && HALF_TEXTURE_3
+#ifdef HALF_TEXTURE_3
 #define TEXEL_FORMAT_3 r16f
 #else
 #define TEXEL_FORMAT_3 r32f
 #endif
-#if defined(HALF_TEXTURE_4) && HALF_TEXTURE_4
+#ifdef HALF_TEXTURE_4
 #define TEXEL_FORMAT_4 r16f
 #else
 #define TEXEL_FORMAT_4 r32f
 #endif
 
-#define TEXTURE_OPERAND(image, unit) \
-    layout(TEXEL_FORMAT(unit), binding = unit) readonly uniform image2D image
+#define TEXTURE_OPERAND(image, unit, format) \
+    layout(format, binding = unit) readonly uniform image2D image
 #define INT_TEXTURE_OPERAND(image, unit) \
     layout(r32i, binding = unit) readonly uniform iimage2D image
-#define TEXTURE_RESULT(image, unit) \
-    layout(TEXEL_FORMAT(unit), binding = unit) writeonly uniform image2D image
+#define TEXTURE_RESULT(image, unit, format) \
+    layout(format, binding = unit) writeonly uniform image2D image
 
 // The texel holding element i of a texture `width` texels wide.
 ivec2 texel_of(uint i, int width) { return ivec2(int(i) % width, int(i) / width); }
@@ -84,7 +84,7 @@ ivec2 texel_of(uint i, int width) { return ivec2(int(i) % width, int(i) / width)
 // for it: tuning half_store_rounding, llvmpipe, whose image stores truncate): the value stored is
 // first rounded to the nearest half, ties to even, as numpy and GPUs' stores round; the store then
 // converts it exactly.
-#if defined(HALF_STORE_ROUNDING) && HALF_STORE_ROUNDING
+#ifdef HALF_STORE_ROUNDING
 vec4 half_rounded(vec4 v) {
     uvec4 bits = floatBitsToUint(v);
     uvec4 exponent = (bits >> 23) & 0xffu;

@@ -44,9 +44,16 @@ def tests_summary(path: str | None) -> dict | None:
         line for line in lines if line.startswith(("FAILED", "ERROR"))]}
 
 
-def profile_model(path: str, found_peak) -> dict:
+# How each model is profiled: as the file has it, and stored as halves throughout (weights and
+# activations: docs/float16.md), where the halved traffic shows on a GPU.
+DTYPES = (("float32", "float32"), ("float16", "float16"))
+
+
+def profile_model(path: str, found_peak, storage_dtype: str = "float32",
+                  activation_dtype: str = "float32") -> dict:
     """Batch-1 latency and a profile of `path`'s replayed predict, per kernel against the peak."""
-    with kg.load_model(path) as model:
+    with kg.load_model(path, storage_dtype=storage_dtype,
+                       activation_dtype=activation_dtype) as model:
         x = command.random_inputs(model, 1)
         x = x if len(x) > 1 else x[0]
         start = time.perf_counter()
@@ -73,7 +80,8 @@ def profile_model(path: str, found_peak) -> dict:
                         / PROFILED_RUNS * 1e3, "share": row.share, "gflops": row.gflops,
                         "gbps": row.gbps, "fraction_of_fma_peak": fma,
                         "fraction_of_bandwidth": bandwidth})
-    return {"model": os.path.basename(path), "first_predict_s": first,
+    return {"model": os.path.basename(path), "storage_dtype": storage_dtype,
+            "activation_dtype": activation_dtype, "first_predict_s": first,
             "batch1_ms": float(np.median(times)) * 1e3, "batch1_best_ms": min(times) * 1e3,
             "gpu_ms_per_predict": (p.gpu_time or 0) / PROFILED_RUNS * 1e3,
             "invocations": invocations,
@@ -115,13 +123,17 @@ def main(argv=None) -> int:
     save()
     result["models"] = []
     for path in args.model:
-        try:
-            found_model = profile_model(path, found)
-        except Exception as exc:         # one model's failure must not lose the others' figures
-            found_model = {"model": path, "error": repr(exc)}
-        result["models"].append(found_model)
-        print(found_model.get("table", found_model.get("error")), flush=True)
-        save()
+        for storage_dtype, activation_dtype in DTYPES:
+            try:
+                found_model = profile_model(path, found, storage_dtype, activation_dtype)
+            except Exception as exc:     # one model's failure must not lose the others' figures
+                found_model = {"model": path, "storage_dtype": storage_dtype,
+                               "activation_dtype": activation_dtype, "error": repr(exc)}
+            result["models"].append(found_model)
+            print(f"{os.path.basename(path)}, weights {storage_dtype}, activations "
+                  f"{activation_dtype}:", found_model.get("batch1_ms"), "ms", flush=True)
+            print(found_model.get("table", found_model.get("error")), flush=True)
+            save()
     print(f"wrote {args.out}")
     return 0
 

@@ -48,7 +48,9 @@ if $PY -c "import keras" 2>/dev/null; then
          tests/test_tuning.py tests/test_profiler.py tests/test_device_peak.py
          "tests/test_whole_models.py::test_application_matches_keras[MobileNetV2]"
          "tests/test_whole_models.py::test_application_matches_keras[ResNet50]"
-         tests/test_tensor.py tests/test_memory.py tests/test_driver_objects.py)
+         tests/test_tensor.py tests/test_memory.py tests/test_driver_objects.py
+         tests/test_texture_operands.py tests/test_storage_float16.py
+         tests/test_activations_float16.py)
 else
   for f in .gpu/*.keras; do [ -f "$f" ] && models+=(--model "$f"); done
   # Without Keras: the tests that need none.

@@ -206,7 +206,8 @@ class Tensor(memory.Owned):
 # -------------------------------------------------------------------------------------------------
 def _check_storage(storage: str) -> None:
     if storage not in STORAGE_KINDS and storage != HALF_TEXTURE:
-        raise ShapeError(f"storage must be 'buffer' or 'texture'. Received {storage!r}.")
+        raise ShapeError(f"storage must be 'buffer', 'texture' or '{HALF_TEXTURE}' (a texture of "
+                         f"halves). Received {storage!r}.")
 
 
 def is_half_texture(gl: GLObject) -> bool:

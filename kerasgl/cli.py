@@ -1,7 +1,9 @@
 """The `kerasgl` command.
 
     kerasgl predict model.h5 input.npy -o out.npy [--batch-size 32] [--storage-dtype float16]
+                    [--activation-dtype float16]
     kerasgl summary model.keras [--expand-nested] [--storage-dtype float16]
+                    [--activation-dtype float16]
     kerasgl info [--peak]
     kerasgl demo
     kerasgl tune [--dry-run]
@@ -38,7 +40,7 @@ EXIT_ERROR = 1
 def cmd_predict(args) -> int:
     import kerasgl as kg
     cli_io.check_paths(args.input, args.output)      # before the model's load: fail fast
-    with kg.load_model(args.model, storage_dtype=args.storage_dtype) as model:
+    with kg.load_model(args.model, **dtype_options(args)) as model:
         x = cli_io.read_inputs(args.input, model, args.array)
         outputs = model.predict(x, batch_size=args.batch_size, verbose=args.verbose)
         if args.output:
@@ -53,7 +55,7 @@ def cmd_predict(args) -> int:
 
 def cmd_summary(args) -> int:
     import kerasgl as kg
-    with kg.load_model(args.model, storage_dtype=args.storage_dtype) as model:
+    with kg.load_model(args.model, **dtype_options(args)) as model:
         model.summary(expand_nested=args.expand_nested)
     return 0
 
@@ -122,7 +124,7 @@ def cmd_gl_objects(args, rest) -> int:
 def cmd_generate(args) -> int:
     import kerasgl as kg
     from .kerashub import samplers, streaming   # imported only here: KerasHub's text side
-    with kg.load_model(args.preset, storage_dtype=args.storage_dtype) as model:
+    with kg.load_model(args.preset, **dtype_options(args)) as model:
         if not isinstance(model, kg.kerashub.HubCausalLM) or model.tokenizer is None:
             raise CLIError(f"{args.preset}: not a KerasHub causal LM preset saved with its "
                            "tokenizer")
@@ -162,6 +164,24 @@ def add_storage_dtype(parser) -> None:
                         help="how the large weight matrices are stored on the GPU: float16 "
                              "halves their memory, results move slightly (default float32; "
                              "docs/float16.md)")
+
+
+ACTIVATION_DTYPES = ("float32", "float16")   # load_model's activation_dtype (docs/float16.md)
+
+
+def add_activation_dtype(parser) -> None:
+    """--activation-dtype: load_model's activation_dtype, for the commands that load a model
+    (and `kerasgl serve`'s, kerasgl/serving/options.py)."""
+    parser.add_argument("--activation-dtype", default="float32", choices=ACTIVATION_DTYPES,
+                        help="how the tensors between layers are kept on the GPU: float16 "
+                             "halves their memory and traffic, results move slightly (default "
+                             "float32; docs/float16.md)")
+
+
+def dtype_options(args) -> dict:
+    """load_model's storage_dtype and activation_dtype from a command's options."""
+    return {"storage_dtype": getattr(args, "storage_dtype", "float32"),
+            "activation_dtype": getattr(args, "activation_dtype", "float32")}
 
 
 def positive_int(text: str) -> int:
@@ -209,12 +229,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verbose", type=int, default=None, choices=(0, 1, 2),
                    help="0 silent, 1 progress bar, 2 one line (default: a bar on a terminal)")
     add_storage_dtype(p)
+    add_activation_dtype(p)
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("summary", help="print a model's layers, shapes, parameters and shaders")
     p.add_argument("model")
     p.add_argument("--expand-nested", action="store_true", help="list the layers of nested models")
     add_storage_dtype(p)
+    add_activation_dtype(p)
     p.set_defaults(func=cmd_summary)
 
     p = sub.add_parser("info", help="the GPU, its OpenGL version and limits, kerasgl's settings")
@@ -252,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="profile the first calls (compiles, recordings) instead of the steady state")
     p.add_argument("--cpu-only", action="store_true", help="no GPU timer queries")
     add_storage_dtype(p)
+    add_activation_dtype(p)
     p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("generate", help="continue a prompt with a KerasHub causal LM preset "
@@ -266,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None,
                    help="seed of top_k / top_p draws: the same seed, the same text")
     add_storage_dtype(p)
+    add_activation_dtype(p)
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("serve", help="serve models over TensorFlow Serving's REST API and the "

@@ -80,12 +80,12 @@ def load_model(path, worker=None, custom_objects=None, storage_dtype="float32",
     path = model_path(path)
     storage_dtype = check_storage_dtype(storage_dtype)
     activation_dtype = check_activation_dtype(activation_dtype)
-    half_activations.check_supported(activation_dtype)      # before anything is uploaded
     if worker is not None and custom_objects:
         raise TypeError("load_model(worker=..., custom_objects=...) is not supported")
-    if worker is not None:
+    if worker is not None:           # (its load_model checks the GPU there: it owns the context)
         return worker.load_model(path, storage_dtype=storage_dtype,
                                  activation_dtype=activation_dtype)
+    half_activations.check_supported(activation_dtype)      # before anything is uploaded
     for load_format in MODEL_FORMATS:
         model = load_format(path, storage_dtype=storage_dtype)
         if model is not None:
@@ -96,9 +96,10 @@ def load_model(path, worker=None, custom_objects=None, storage_dtype="float32",
     # The device policy's per-model hooks, or None (kerasgl/devices/policy.py; on llvmpipe a
     # helper process then compiles the shaders from the last layer backwards meanwhile). The
     # helper loads the file as float32, so it would compile the float32 variants of the
-    # convolution and matmul kernels: not started for another storage dtype.
+    # convolution and matmul kernels (and those writing float32 activations): not started for
+    # another storage or activation dtype.
     hooks = (context.policy().model_loaded(path, spec, _compiled_with)
-             if storage_dtype == "float32" else None)
+             if storage_dtype == "float32" and activation_dtype == "float32" else None)
     try:
         with custom_layers.using(custom_objects):
             model = Model.from_spec(spec, storage_dtype=storage_dtype)

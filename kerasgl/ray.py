@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import ShapeError
-from .model import check_storage_dtype
+from .model import check_activation_dtype, check_storage_dtype
 from .runtime import context
 from .worker import Worker
 
@@ -36,15 +36,18 @@ class Predictor:
     columns, Ray Data's "numpy" batch format) to a dict of output columns. `batch_size`: examples
     per GPU run inside the actor (default: the whole batch Ray hands over, as one run).
     `storage_dtype`: load_model's ("float16" stores the large weight matrices as halves:
-    docs/float16.md)."""
+    docs/float16.md). `activation_dtype`: load_model's too ("float16" keeps the tensors between
+    layers as halves)."""
 
     def __init__(self, path, batch_size: int | None = None, input_columns=None,
-                 storage_dtype: str = "float32"):
+                 storage_dtype: str = "float32", activation_dtype: str = "float32"):
         self.path, self.batch_size = str(path), batch_size
         storage_dtype = check_storage_dtype(storage_dtype)    # before the worker: nothing to free
+        activation_dtype = check_activation_dtype(activation_dtype)
         self._worker = Worker(name="kerasgl-ray")
         try:
-            self._model = self._worker.load_model(path, storage_dtype=storage_dtype)
+            self._model = self._worker.load_model(path, storage_dtype=storage_dtype,
+                                                  activation_dtype=activation_dtype)
             self._inputs = self._model.input_names
             self._outputs = self._model.output_names
             self._columns = self._columns_of(input_columns)

@@ -179,6 +179,16 @@ class WorkerModel:
         return self._model.storage_dtype
 
     @property
+    def activation_dtype(self) -> str:
+        """Model.activation_dtype: how predict keeps the tensors between layers ("float32" or
+        "float16"); setting it (on the worker) frees the plans recorded the other way."""
+        return self._model.activation_dtype
+
+    @activation_dtype.setter
+    def activation_dtype(self, value) -> None:
+        self._worker.call(setattr, self._model, "activation_dtype", value)
+
+    @property
     def inputs(self):
         return self._model.inputs
 

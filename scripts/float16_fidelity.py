@@ -1,9 +1,12 @@
 #!/usr/bin/env python
 """How far kg.load_model(path, storage_dtype="float16") moves a model's outputs from Keras's
-float32 ones, and how much weight memory it saves: the table of docs/float16.md.
+float32 ones, and how much weight memory it saves: the table of docs/float16.md. With
+--activations, the same for activation_dtype="float16" (alone, and with float16 weights too)
+and the activations' memory it saves.
 
     KERAS_BACKEND=jax python scripts/float16_fidelity.py                    # the default models
     KERAS_BACKEND=jax python scripts/float16_fidelity.py ResNet50 VGG16 --size 128
+    KERAS_BACKEND=jax python scripts/float16_fidelity.py --activations      # float16 activations
 
 Application models are tests/test_applications.py's test models (weights=None, Keras's
 initialisers, random seed 0, random normalisation parameters, BatchNormalization statistics taken
@@ -22,6 +25,16 @@ For each model, on --batch random images (the digits' own samples for `digits`):
   f16 rel            f16 diff / max abs y (relative to the logits' scale)
   top-1              samples whose arg-max agrees between kerasgl float16 and Keras float32
   ms f32 / f16       with --time CALLS: the median planned predict of one image, in ms
+
+With --activations, instead (the same models, images and Keras float32 reference):
+  plan f32 / f16     the execution plan's GL memory for intermediates, inputs and outputs at
+                     this batch (model.plan_info()'s planned_bytes, once planned): activation_dtype
+                     "float32" and "float16"; ratio f16 / f32
+  max abs y, f32 diff  as above
+  act diff / rel / top-1    kerasgl with activation_dtype="float16" against Keras float32: max
+                     |difference|, that over max abs y, samples whose arg-max agrees
+  both diff / rel / top-1   the same with storage_dtype and activation_dtype both "float16"
+  ms f32 / act16     with --time CALLS: median planned predict of one image, in ms
 The machine's facts and its load average open the output (timings are not the point here).
 """
 import argparse
@@ -99,12 +112,16 @@ def predict_ms(full, half, x, calls: int) -> tuple:
     return tuple(float(np.median(times[id(m)])) for m in (full, half))
 
 
-def measure(name: str, size: int, batch: int, calibration: int, timed: int = 0) -> dict:
+def reference(name: str, size: int, batch: int, calibration: int) -> tuple:
+    """The Keras model measured, and its inputs."""
     if name == "digits":
-        model, x = digits_model()
-    else:
-        model = build_application(name, size, calibration)
-        x = apps.inputs(name, size, batch=batch, seed=1)
+        return digits_model()
+    model = build_application(name, size, calibration)
+    return model, apps.inputs(name, size, batch=batch, seed=1)
+
+
+def measure(name: str, size: int, batch: int, calibration: int, timed: int = 0) -> dict:
+    model, x = reference(name, size, batch, calibration)
     expected = np.asarray(model.predict(x, verbose=0), np.float64)
     row = {"model": name if name == "digits" else f"{name} {size}", "params": model.count_params()}
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,6 +144,73 @@ def measure(name: str, size: int, batch: int, calibration: int, timed: int = 0) 
     })
     row["f16 rel"] = row["f16 |d|"] / scale
     return row
+
+
+PLAN_CALLS = 4      # predicts of one input shape before its plan is recorded (two agree)
+
+
+def planned_bytes(model, x) -> int | None:
+    """The planned_bytes of the execution plan of predict(x) (one GPU run: len(x) within the
+    default batch size), predicting until it is planned; None if predict stays eager."""
+    shapes = [tuple(a.shape) for a in (x if isinstance(x, list) else [x])]
+    for _ in range(PLAN_CALLS):
+        for info in model.plan_info():
+            if info.status == "planned" and [tuple(s) for s in info.input_shapes] == shapes:
+                return info.planned_bytes
+        model.predict(x, verbose=0)
+    return None
+
+
+def agreement(got, expected, scale: float) -> tuple:
+    """(max |got - expected|, that / scale, "k/n" samples whose arg-max agrees)."""
+    diff = float(np.abs(got - expected).max())
+    top1 = f"{int((got.argmax(-1) == expected.argmax(-1)).sum())}/{len(expected)}"
+    return diff, diff / scale, top1
+
+
+def measure_activations(name: str, size: int, batch: int, calibration: int,
+                        timed: int = 0) -> dict:
+    """--activations' row: kerasgl float32, activation_dtype="float16", and float16 weights and
+    activations, each against Keras float32; the plans' memory float32 vs float16 activations."""
+    model, x = reference(name, size, batch, calibration)
+    expected = np.asarray(model.predict(x, verbose=0), np.float64)
+    scale = float(np.abs(expected).max())
+    row = {"model": name if name == "digits" else f"{name} {size}", "params": model.count_params(),
+           "max|y|": scale}
+    loads = {"f32": {}, "act": {"activation_dtype": "float16"},
+             "both": {"storage_dtype": "float16", "activation_dtype": "float16"}}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.keras")
+        model.save(path)
+        del model
+        gc.collect()
+        for key, options in loads.items():
+            with kg.load_model(path, **options) as loaded:
+                got = np.asarray(loaded.predict(x, verbose=0), np.float64)
+                row[key] = agreement(got, expected, scale)
+                if key != "both":
+                    row[f"plan {key}"] = planned_bytes(loaded, x)
+            gc.collect()
+        if timed:
+            with kg.load_model(path) as full, \
+                    kg.load_model(path, activation_dtype="float16") as half:
+                row["ms"] = predict_ms(full, half, x[:1], timed)
+    return row
+
+
+ACTIVATION_COLUMNS = ("model", "params", "plan f32", "plan f16", "ratio", "max abs y", "f32 diff",
+                      "act diff", "act rel", "act top-1", "both diff", "both rel", "both top-1")
+
+
+def activation_cells(row: dict) -> list:
+    p32, p16 = row["plan f32"], row["plan act"]
+    plans = ([human(p32), human(p16), f"{p16 / p32:.3f}"] if p32 and p16 else
+             [human(p32) if p32 else "eager", human(p16) if p16 else "eager", "-"])
+    act, both = row["act"], row["both"]
+    return ([row["model"], f"{row['params']:,}"] + plans +
+            [f"{row['max|y|']:.3g}", f"{row['f32'][0]:.2e}",
+             f"{act[0]:.2e}", f"{act[1]:.2e}", act[2], f"{both[0]:.2e}", f"{both[1]:.2e}",
+             both[2]])
 
 
 COLUMNS = ("model", "params", "weights f32", "weights f16", "ratio", "max abs y", "f32 diff",
@@ -155,22 +239,38 @@ def main(argv=None) -> int:
                         help="images the BatchNormalization statistics come from (default 32)")
     parser.add_argument("--time", type=int, default=0, metavar="CALLS",
                         help="also time CALLS planned predicts of one image per storage dtype "
-                             "(interleaved; median ms): noisy on a busy machine")
+                             "(per activation dtype with --activations; interleaved; median ms): "
+                             "noisy on a busy machine")
+    parser.add_argument("--activations", action="store_true",
+                        help="measure activation_dtype='float16' (alone, and with float16 "
+                             "weights) instead, and the plans' memory")
     args = parser.parse_args(argv)
     print(machine_line())
-    columns = COLUMNS + (("ms f32", "ms f16") if args.time else ())
+    if args.activations:
+        columns = ACTIVATION_COLUMNS + (("ms f32", "ms act16") if args.time else ())
+    else:
+        columns = COLUMNS + (("ms f32", "ms f16") if args.time else ())
     print("| " + " | ".join(columns) + " |")
     print("|" + "|".join("---" for _ in columns) + "|")
-    worst = 0.0
+    worst = {}
     for name in args.models:
-        row = measure(name, args.size, args.batch, args.calibration, args.time)
-        worst = max(worst, row["f16 rel"])
+        if args.activations:
+            row = measure_activations(name, args.size, args.batch, args.calibration, args.time)
+            for key in ("act", "both"):
+                worst[key] = max(worst.get(key, 0.0), row[key][1])
+            text = activation_cells(row)
+        else:
+            row = measure(name, args.size, args.batch, args.calibration, args.time)
+            worst["f16"] = max(worst.get("f16", 0.0), row["f16 rel"])
+            text = cells(row)
         extra = [f"{ms:.1f}" for ms in row["ms"]] if args.time else []
-        print("| " + " | ".join(cells(row) + extra) + " |", flush=True)
+        print("| " + " | ".join(text + extra) + " |", flush=True)
         keras.backend.clear_session()
         gc.collect()
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
-    print(f"# largest f16 diff relative to max abs y: {worst:.2e}; load average {load} at the end")
+    largest = "; ".join(f"largest {key} diff relative to max abs y: {value:.2e}"
+                        for key, value in worst.items())
+    print(f"# {largest}; load average {load} at the end")
     return 0
 
 

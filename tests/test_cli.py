@@ -295,3 +295,50 @@ def test_storage_dtype_option_of_every_loading_command(models, tmp_path):
     refused = kerasgl("predict", paths["one"], x, "--storage-dtype", "bogus", check=False)
     assert refused.returncode == 2
     assert_one_line_error(refused, "--storage-dtype", "invalid choice: 'bogus'", "float16")
+
+
+def test_predict_summary_and_profile_with_activation_dtype_float16(tmp_path):
+    """--activation-dtype float16 loads the model as load_model(activation_dtype="float16")
+    does: predict's answers are every layer's output rounded to a half (each value exactly a
+    float16, unlike the float32 answer), summary says so, and profile's header says so while
+    its kernels read and write textures of halves (HALF_TEXTURE)."""
+    from half_activation_ref import assert_half_activations, dense_answers_with_half_activations
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential([keras.Input((16,), name="x"),
+                              keras.layers.Dense(12, activation="relu"), keras.layers.Dense(4)],
+                             name="dense16")
+    path = tmp_path / "dense16.keras"
+    model.save(path)
+    x = (np.random.default_rng(1).standard_normal((5, 16)) * 3).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "y.npy"
+    kerasgl("predict", path, tmp_path / "x.npy", "-o", out, "--activation-dtype", "float16")
+    assert_half_activations(np.load(out), *dense_answers_with_half_activations(model, x))
+    text = " ".join(kerasgl("summary", path, "--activation-dtype", "float16",
+                            "--storage-dtype", "float16").stdout.split())     # lines unwrapped
+    assert ('float16: large weight matrices stored as float16 (storage_dtype="float16"); '
+            'activations between layers kept as float16 (activation_dtype="float16")') in text
+    assert "float16:" not in kerasgl("summary", path).stdout
+    profiled = kerasgl("profile", path, "--activation-dtype", "float16", "--runs", "1").stdout
+    assert re.search(r"^model 'dense16' \(.+\), float16 activations, input \[1, 16\]",
+                     profiled, re.M), profiled
+    assert "HALF_TEXTURE" in profiled
+
+
+def test_activation_dtype_option_of_every_loading_command(models):
+    """predict, summary, profile and generate take --activation-dtype float32 | float16
+    (default float32); anything else is refused by argparse in one line naming the choices."""
+    from kerasgl import cli
+    parser = cli.build_parser()
+    for command in (["predict", "m.keras", "x.npy"], ["summary", "m.keras"],
+                    ["profile", "m.keras"], ["generate", "preset", "hello"]):
+        assert parser.parse_args(command).activation_dtype == "float32"
+        args = parser.parse_args(command + ["--activation-dtype", "float16"])
+        assert cli.dtype_options(args) == {"storage_dtype": "float32",
+                                           "activation_dtype": "float16"}
+    folder, paths, _ = models
+    x = os.path.join(folder, "x.npy")
+    np.save(x, np.zeros((2, 4), "f4"))
+    refused = kerasgl("summary", paths["one"], "--activation-dtype", "float64", check=False)
+    assert refused.returncode == 2
+    assert_one_line_error(refused, "--activation-dtype", "invalid choice: 'float64'", "float16")

@@ -114,6 +114,37 @@ def test_greedy_generation_gives_keras_hubs_tokens(saved):
             np.testing.assert_array_equal(got[key], expected[key], err_msg=f"stop {key}")
 
 
+def test_activation_dtype_float16_runs_predict_and_generate_on_halves(saved):
+    """load_model(preset, activation_dtype="float16"): predict's logits are halves (every value
+    exactly a float16) near keras_hub's; generate keeps the decoder's tensors as halves too
+    (its steps' logits are halves, its kernels read and write textures of halves), gives
+    keras_hub's greedy tokens on this model, and frees everything it made."""
+    from half_activation_ref import is_half
+    causal_lm, paths = saved
+    inputs = prompts()
+    expected = np.asarray(causal_lm(inputs))
+
+    class Watching(kg.kerashub.GreedySampler):
+        def next_tokens(self, logits):
+            seen.append(logits.numpy())
+            return super().next_tokens(logits)
+    with kg.load_model(paths["lm_preset"], activation_dtype="float16") as model:
+        assert model.activation_dtype == "float16"
+        logits = model.predict(inputs, verbose=0)
+        assert is_half(logits) and not is_half(expected)
+        assert_close(logits, expected, atol=2e-3, what="float16 activations")
+        seen = []
+        before = kg.memory()
+        with kg.profile() as profiled:
+            got = model.generate(prompts(), stop_token_ids=None, sampler=Watching())
+        assert kg.memory().num_bytes == before.num_bytes
+        assert len(seen) == LENGTH - 3 and all(is_half(step) for step in seen)
+        assert any("HALF_TEXTURE" in event.kernel for event in profiled.events
+                   if getattr(event, "kernel", None))
+    wanted = causal_lm.generate(prompts(), stop_token_ids=None)
+    np.testing.assert_array_equal(got["token_ids"], wanted["token_ids"])
+
+
 def test_the_cache_lives_on_the_gpu_for_the_call_only(saved):
     _, paths = saved
     with kg.load_model(paths["lm.keras"]) as model:

@@ -89,6 +89,36 @@ def test_predictor_storage_dtype_float16_predicts_keras_with_half_rounded_weight
         assert kg.zeros((1,)).numpy().shape == (1,)     # a context on this thread again
 
 
+def test_predictor_activation_dtype_float16_keeps_every_layer_as_halves(tmp_path):
+    """Predictor(..., activation_dtype="float16") loads the model as load_model does with it:
+    the answers are each layer's output rounded to a half (every value exactly a float16,
+    unlike the float32 answer); with storage_dtype too, both hold. A value load_model refuses is
+    refused, naming activation_dtype, before any worker starts. In this process, before the
+    cluster starts (as the tests above)."""
+    import keras
+    from half_activation_ref import assert_half_activations, dense_answers_with_half_activations
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential([keras.Input((16,), name="x"),
+                              keras.layers.Dense(12, activation="relu"),
+                              keras.layers.Dense(4, name="y")], name="dense16")
+    path = str(tmp_path / "dense16.keras")
+    model.save(path)
+    x = (np.random.default_rng(1).standard_normal((5, 16)) * 3).astype(np.float32)
+    kg.shutdown()
+    predictor = kerasgl.ray.Predictor(path, activation_dtype="float16", storage_dtype="float16")
+    try:
+        assert predictor._model.activation_dtype == "float16"
+        assert predictor._model.storage_dtype == "float16"
+        assert_half_activations(predictor({"data": x})["y"],
+                                *dense_answers_with_half_activations(model, x, True))
+    finally:
+        predictor.close()
+    with pytest.raises(kg.InputValueError, match="activation_dtype='bfloat16'"):
+        kerasgl.ray.Predictor(path, activation_dtype="bfloat16")
+    with kg.tidy():
+        assert kg.zeros((1,)).numpy().shape == (1,)     # a context on this thread again
+
+
 @pytest.fixture(scope="module")
 def cluster():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,

@@ -313,6 +313,44 @@ def test_storage_dtype_float16_serves_keras_with_half_rounded_weights(models):
     assert "GL objects left on the GPU: {'buffer': 0, 'texture': 0, 'program': 0}" in running.output()
 
 
+def test_activation_dtype_float16_serves_every_layer_rounded_to_halves(models):
+    """`serve --activation-dtype float16` loads every model with load_model's activation_dtype:
+    a REST predict answers each layer's output rounded to a half (every value exactly a
+    float16, unlike the float32 answer), as the numpy emulation does."""
+    import keras
+    from half_activation_ref import assert_half_activations, dense_answers_with_half_activations
+    reference = keras.saving.load_model(models["mlp"])
+    x = (np.random.default_rng(7).normal(size=(4, 6)) * 3).astype(np.float32)
+    running = Server({"mlp": models["mlp"]}, "--activation-dtype", "float16",
+                     "--max-batch-size", "4", "--allowed-batch-sizes", "1,4")
+    try:
+        with httpx.Client(base_url=running.url, timeout=30) as session:
+            answer = predict(session, "mlp", {"instances": x.tolist()})
+        assert answer.status_code == 200, answer.text
+        assert_half_activations(as_float32(answer.json()["predictions"]),
+                                *dense_answers_with_half_activations(reference, x))
+    finally:
+        running.stop()
+    assert "GL objects left on the GPU: {'buffer': 0, 'texture': 0, 'program': 0}" in running.output()
+
+
+def test_activation_dtype_option_is_checked_before_any_model_loads(capsys):
+    """--activation-dtype takes float32 (the default) or float16, as --storage-dtype does."""
+    import argparse
+    from kerasgl.serving import options
+    parser = argparse.ArgumentParser(prog="kerasgl serve")
+    options.add_arguments(parser)
+    assert options.config_from_args(parser.parse_args(["m.keras"])).activation_dtype == "float32"
+    args = parser.parse_args(["m.keras", "--activation-dtype", "float16"])
+    config = options.config_from_args(args)
+    assert (config.activation_dtype, config.storage_dtype) == ("float16", "float32")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["m.keras", "--activation-dtype", "bfloat16"])
+    assert "invalid choice: 'bfloat16'" in capsys.readouterr().err
+    with pytest.raises(options.ServeSetupError, match="--activation-dtype"):
+        options.check(options.ServeConfig(models={}, activation_dtype="half"))
+
+
 def test_storage_dtype_option_is_checked_before_any_model_loads(capsys):
     """--storage-dtype takes float32 (the default) or float16; argparse refuses anything else,
     and a ServeConfig made in Python with another value fails the checks made before loading."""

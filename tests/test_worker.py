@@ -119,6 +119,34 @@ def test_errors_reach_the_caller_unchanged(free_context):
         worker.submit(print)
 
 
+def test_worker_models_take_activation_dtype(free_context, digits):
+    """Worker.load_model and load_model(worker=...) take activation_dtype: predict's answers are
+    then halves (each layer's output rounded), near Keras's; WorkerModel.activation_dtype says
+    which and, set on any thread, switches the model on the worker (float32 answers again). A
+    bad value raises InputValueError naming it, from the worker as from load_model."""
+    from half_activation_ref import is_half
+    x, expected = digits
+    with kg.Worker() as worker:
+        for model in (worker.load_model(DIGITS, activation_dtype="float16"),
+                      kg.load_model(DIGITS, worker=worker, activation_dtype="float16")):
+            assert model.activation_dtype == "float16"
+            halves = model.predict(x)
+            assert is_half(halves)
+            np.testing.assert_allclose(halves, expected, atol=5e-3)
+            model.activation_dtype = "float32"
+            assert model.activation_dtype == "float32"
+            full = model.predict(x)
+            assert not is_half(full)
+            np.testing.assert_allclose(full, expected, atol=1e-4)
+            model.dispose()
+        with pytest.raises(kg.InputValueError, match="activation_dtype='int8'"):
+            worker.load_model(DIGITS, activation_dtype="int8")
+        model = worker.load_model(DIGITS)
+        with pytest.raises(kg.InputValueError, match="activation_dtype=None"):
+            model.activation_dtype = None
+        assert model.activation_dtype == "float32"
+
+
 def test_shutdown_releases_everything_and_another_thread_starts_afresh(free_context, digits):
     x, expected = digits
     model = kg.load_model(DIGITS)

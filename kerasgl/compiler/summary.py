@@ -119,7 +119,7 @@ def format_summary(model, expand_nested: bool = False, line_length: int | None =
     out += ["=" * width,
             f"Total params: {total:,} ({_human_bytes(total * 4)})",
             f"Weights on the GPU: {_human_bytes(weights)} (after packing and folding at load)"]
-    out += [piece for line in precision_lines(graph) + plan_lines(model)
+    out += [piece for line in precision_lines(graph) + half_lines(model) + plan_lines(model)
             for piece in text_table.wrap_text(line, max(width, target))]
     out += ["_" * width]
     return "\n".join(out)
@@ -152,6 +152,19 @@ def precision_lines(graph: Graph) -> list[str]:
     return [f"Precision: the file asks for {' / '.join(policies)} in {len(half)} layer(s); "
             "kerasgl computes them in float32 (closer to the float32 model than Keras's 16-bit "
             "result is: docs/limitations.md)"]
+
+
+def half_lines(model) -> list[str]:
+    """What load_model was asked to keep as float16 (docs/float16.md): the large weight matrices
+    (storage_dtype), the activations between layers (activation_dtype); nothing when neither."""
+    parts = []
+    if getattr(model, "storage_dtype", "float32") == "float16":
+        parts.append('large weight matrices stored as float16 (storage_dtype="float16")')
+    if getattr(model, "activation_dtype", "float32") == "float16":
+        parts.append('activations between layers kept as float16 (activation_dtype="float16")')
+    if not parts:
+        return []
+    return [f"float16: {'; '.join(parts)}; the arithmetic is float32 (docs/float16.md)"]
 
 
 # The narrowest each column becomes before the table stays wider than the terminal.

@@ -60,7 +60,8 @@ class HubCausalLM(HubModel):
         # The end token is read (the tokenizer loaded) only when asked for.
         end = self.end_token_ids if isinstance(stop_token_ids, str) else ()
         result = generation.generate(self.decoder_stack(), inputs, max_length, stop_token_ids,
-                                     strip_prompt, chosen, end, on_step)
+                                     strip_prompt, chosen, end, on_step,
+                                     self.activation_dtype)
         if not text:
             return result
         strings = preprocessor.unpack(tokenizer, result)

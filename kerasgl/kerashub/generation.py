@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputTypeError, InputValueError, ShapeError
-from ..ops import slicing
+from ..ops import half_activations, slicing
 from ..tensors import ownership
 from ..tensors.tensor import Tensor, tensor, view
 from .kv_cache import KVCache
@@ -92,8 +92,11 @@ def _ended(token_ids, mask, stop) -> np.ndarray:
 
 
 def generate(stack: DecoderStack, inputs, max_length, stop_token_ids, strip_prompt,
-             sampler: Sampler, end_token_ids=(), on_step=None) -> dict:
-    """See the module doc. on_step(token_ids, index): called after each token (streaming)."""
+             sampler: Sampler, end_token_ids=(), on_step=None,
+             activation_dtype: str = "float32") -> dict:
+    """See the module doc. on_step(token_ids, index): called after each token (streaming).
+    activation_dtype: the model's (load_model's): "float16" keeps the tensors between the
+    decoder's layers as halves, as predict does (the key/value cache stays float32)."""
     token_ids, mask = prompts(inputs, max_length)
     stop = stop_ids(stop_token_ids, end_token_ids)
     batch, length = token_ids.shape
@@ -121,7 +124,7 @@ def generate(stack: DecoderStack, inputs, max_length, stop_token_ids, strip_prom
         try:
             while True:
                 chosen = ownership.tidy.run(lambda: sampler.next_tokens(
-                    _forward(stack, cache, token_ids, index, start)))
+                    _forward(stack, cache, token_ids, index, start, activation_dtype)))
                 token_ids[:, index] = np.where(mask[:, index], token_ids[:, index], chosen)
                 index += 1
                 if on_step is not None:
@@ -139,22 +142,28 @@ def generate(stack: DecoderStack, inputs, max_length, stop_token_ids, strip_prom
     return _strip(result, mask) if strip_prompt else result
 
 
-def _forward(stack: DecoderStack, cache: KVCache, token_ids, index: int, start: int) -> Tensor:
+def _forward(stack: DecoderStack, cache: KVCache, token_ids, index: int, start: int,
+             activation_dtype: str = "float32") -> Tensor:
     """The logits (batch, vocabulary) for position `index`: the prompt's pass when index is
-    the start, else one step on the token before it."""
+    the start, else one step on the token before it. With activation_dtype "float16" the
+    embeddings and each block's output are kept as halves (half_activations, as a model's
+    graph keeps each layer's), the logits handed back as float32."""
     batch = token_ids.shape[0]
     first = 0 if index == start else index - 1
     ids = tensor(token_ids[:, first:index], dtype="int32")
     if index != start:
         cache.mark(first)
-    x = stack.embed(ids, first)
-    for block, keys, values in zip(stack.blocks, cache.keys, cache.values):
-        x = block.call_with_cache(x, keys, values, first,
-                                  cache.valid[block.window] if index != start else None)
-    if x.shape[1] > 1:
-        x = slicing.strided_slice(x, [(0, batch, 1), (x.shape[1] - 1, 1, 1),
-                                      (0, x.shape[2], 1)])
-    logits = stack.logits(x)
+    with half_activations.running(activation_dtype):
+        keep = half_activations.as_activation
+        x = keep(stack.embed(ids, first))
+        for block, keys, values in zip(stack.blocks, cache.keys, cache.values):
+            x = keep(block.call_with_cache(x, keys, values, first,
+                                           cache.valid[block.window] if index != start
+                                           else None))
+        if x.shape[1] > 1:
+            x = slicing.strided_slice(x, [(0, batch, 1), (x.shape[1] - 1, 1, 1),
+                                          (0, x.shape[2], 1)])
+        logits = half_activations.as_output(keep(stack.logits(x)))
     return view(logits, (batch, logits.shape[-1]))
 
 

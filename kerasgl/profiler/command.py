@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import cli_io
+from ..cli import dtype_options
 from ..compiler.feeding import DEFAULT_BATCH_SIZE
 from ..errors import ShapeError
 from ..model import load_model
@@ -45,7 +46,7 @@ def warm_up(model, x, batch_size: int | None) -> int:
 def run(args) -> int:
     if args.input is not None:
         cli_io.check_paths(args.input, None)
-    with load_model(args.model, storage_dtype=getattr(args, "storage_dtype", "float32")) as model:
+    with load_model(args.model, **dtype_options(args)) as model:
         if args.input is not None:
             x = cli_io.read_inputs(args.input, model, getattr(args, "array", None))
         else:
@@ -61,8 +62,8 @@ def run(args) -> int:
         ran = (f"batch size {batch_size}" if batch_size else
                f"batch size {min(samples, DEFAULT_BATCH_SIZE)} (predict's default: up to "
                f"{DEFAULT_BATCH_SIZE} samples a batch)")
-        print(f"model '{model.name}' ({args.model}), input {shapes}, {ran}; {args.runs} "
-              f"profiled predict call(s) after {calls} warm-up call(s)")
+        print(f"model '{model.name}' ({args.model}){half_note(model)}, input {shapes}, {ran}; "
+              f"{args.runs} profiled predict call(s) after {calls} warm-up call(s)")
         print(p.table(sort_by=args.sort_by, limit=args.limit))
         if args.trace:
             print(f"wrote {p.export_chrome_trace(args.trace)} (open it in ui.perfetto.dev)")
@@ -71,4 +72,13 @@ def run(args) -> int:
     return 0
 
 
-__all__ = ["random_inputs", "run", "warm_up"]
+def half_note(model) -> str:
+    """The header's note of what the model keeps as float16 (load_model's storage_dtype and
+    activation_dtype): ", float16 weights and activations", either alone, or nothing."""
+    halves = [what for what, dtype in (("weights", model.storage_dtype),
+                                       ("activations", model.activation_dtype))
+              if dtype == "float16"]
+    return f", float16 {' and '.join(halves)}" if halves else ""
+
+
+__all__ = ["half_note", "random_inputs", "run", "warm_up"]

@@ -59,15 +59,18 @@ def _predict_list(model: WorkerModel):
 
 
 def load(worker: Worker, paths: dict, *, batching: bool, on_batch=None, after_batch=None,
-         storage_dtype: str = "float32", **batcher_options) -> dict:
+         storage_dtype: str = "float32", activation_dtype: str = "float32",
+         **batcher_options) -> dict:
     """{name: ServedModel} for {name: path}, every model loaded on `worker`, each with a Batcher
     of `batcher_options` (checked before: batching.checked_options). A model that fails to load
     frees those loaded before it (and the error propagates). after_batch() runs on the worker
-    after each batch. storage_dtype: load_model's, for every model (`serve --storage-dtype`)."""
+    after each batch. storage_dtype and activation_dtype: load_model's, for every model
+    (`serve --storage-dtype`, `--activation-dtype`)."""
     served = {}
     try:
         for name, path in paths.items():
-            model = worker.load_model(path, storage_dtype=storage_dtype)
+            model = worker.load_model(path, storage_dtype=storage_dtype,
+                                      activation_dtype=activation_dtype)
             try:
                 batcher = Batcher(
                     run_on_worker(worker, _predict_list(model), after_batch), batching=batching,

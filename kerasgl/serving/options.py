@@ -14,6 +14,7 @@ from .batching import checked_options
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_QUEUE_BYTES = 256 * 1024 * 1024
 STORAGE_DTYPES = ("float32", "float16")   # load_model's storage_dtype (docs/float16.md)
+ACTIVATION_DTYPES = ("float32", "float16")  # load_model's activation_dtype (docs/float16.md)
 _NAME = re.compile(r"[^/:\s]+")          # what TF Serving's path pattern lets a model name hold
 
 
@@ -41,6 +42,7 @@ class ServeConfig:
     warm_up: bool = True
     drain_timeout_s: float = 30.0
     storage_dtype: str = "float32"             # every model's load_model storage_dtype
+    activation_dtype: str = "float32"          # every model's load_model activation_dtype
     extra: dict = field(default_factory=dict)  # uvicorn.Config overrides (tests, benchmarks)
 
     def batcher_options(self) -> dict:
@@ -95,6 +97,10 @@ def add_arguments(parser) -> None:
     add("--storage-dtype", default="float32", choices=STORAGE_DTYPES,
         help="how every served model's large weight matrices are stored on the GPU: float16 "
              "halves their memory, results move slightly (default float32; docs/float16.md)")
+    add("--activation-dtype", default="float32", choices=ACTIVATION_DTYPES,
+        help="how every served model keeps the tensors between its layers: float16 halves "
+             "their memory and traffic, results move slightly (default float32; "
+             "docs/float16.md)")
 
 
 def config_from_args(args) -> ServeConfig:
@@ -128,7 +134,8 @@ def config_from_args(args) -> ServeConfig:
         allowed_batch_sizes=allowed, max_body_bytes=args.max_body_bytes,
         max_connections=args.max_connections, request_timeout_ms=args.request_timeout_ms,
         gpu_watchdog_s=args.gpu_watchdog_s, warm_up=not args.no_warm_up,
-        drain_timeout_s=args.drain_timeout_s, storage_dtype=args.storage_dtype)
+        drain_timeout_s=args.drain_timeout_s, storage_dtype=args.storage_dtype,
+        activation_dtype=args.activation_dtype)
 
 
 def check(config: ServeConfig) -> None:
@@ -142,6 +149,9 @@ def check(config: ServeConfig) -> None:
     if config.storage_dtype not in STORAGE_DTYPES:
         raise ServeSetupError(f"--storage-dtype takes {' or '.join(STORAGE_DTYPES)}, got "
                               f"{config.storage_dtype!r}.")
+    if config.activation_dtype not in ACTIVATION_DTYPES:
+        raise ServeSetupError(f"--activation-dtype takes {' or '.join(ACTIVATION_DTYPES)}, got "
+                              f"{config.activation_dtype!r}.")
     if config.max_body_bytes < 1 or config.max_connections < 1:
         raise ServeSetupError("--max-body-bytes and --max-connections must be positive.")
     if min(config.request_timeout_ms, config.gpu_watchdog_s, config.drain_timeout_s) < 0:

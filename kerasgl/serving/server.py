@@ -79,6 +79,7 @@ def serve(config: ServeConfig, announce=print) -> int:
                              on_batch=metrics.batch_ran,
                              after_batch=lambda: metrics.gpu_memory(worker.memory()),
                              storage_dtype=config.storage_dtype,
+                             activation_dtype=config.activation_dtype,
                              **config.batcher_options())
         if config.warm_up:
             for entry in served.values():

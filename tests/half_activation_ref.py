@@ -1,0 +1,47 @@
+"""A numpy reference of load_model(activation_dtype="float16") for the small Dense models the
+plumbing tests (CLI, serving, Ray, worker) load: each layer's output rounded to the nearest half
+before the next layer reads it, the model's output too (kerasgl hands it back as the float32
+value of a half). The full emulation, for any model, is tests/keras_ref.py's."""
+import numpy as np
+
+
+def to_half(a) -> np.ndarray:
+    """float32 values rounded to the nearest float16 (ties to even), as float32."""
+    return np.asarray(a, np.float32).astype(np.float16).astype(np.float32)
+
+
+def is_half(a) -> bool:
+    """Whether every value is exactly a float16 (what kerasgl's float16-activation outputs are,
+    and float32 results almost never all are)."""
+    a = np.asarray(a, np.float32)
+    return bool(np.array_equal(a, to_half(a)))
+
+
+def dense_answers_with_half_activations(model, x, half_weights: bool = False) -> tuple:
+    """(the float32 answer, the answer with every layer's output rounded to float16) of a Keras
+    Sequential of Dense layers (relu or linear activations), computed in float64. half_weights:
+    the second with the kernels rounded to float16 too (storage_dtype="float16" as well)."""
+    full = half = np.asarray(x, np.float64)
+    for layer in model.layers:
+        kernel, bias = (np.asarray(w, np.float64) for w in layer.get_weights())
+        rounded = to_half(kernel).astype(np.float64) if half_weights else kernel
+        activation = layer.get_config()["activation"]
+        assert activation in ("relu", "linear"), activation
+
+        def apply(h, w):
+            y = h @ w + bias
+            return np.maximum(y, 0.0) if activation == "relu" else y
+        full = apply(full, kernel)
+        half = to_half(apply(half, rounded)).astype(np.float64)
+    return full.astype(np.float32), half.astype(np.float32)
+
+
+def assert_half_activations(got, float32_answer, expected) -> None:
+    """kerasgl's float16-activation answer: every value a half, each the emulation's or a
+    neighbouring half (a sum landing next to a tie may round the other way; on llvmpipe these
+    tests' answers equal the emulation's exactly), and not the float32 answer."""
+    got = np.asarray(got, np.float32)
+    assert is_half(got), "the outputs are not all float16 values: activations were float32"
+    ulp = np.spacing(np.abs(np.asarray(expected, np.float16))).astype(np.float32)
+    assert np.all(np.abs(got - expected) <= ulp), np.abs(got - expected).max()
+    assert np.abs(got - float32_answer).max() > 0

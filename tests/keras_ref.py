@@ -137,3 +137,41 @@ def answers_with_half_weights(model, x):
     float32_answer = model.predict(x, verbose=0)
     with rounded_to_half(model):
         return float32_answer, model.predict(x, verbose=0)
+
+
+# -- load_model(activation_dtype="float16")'s reference -----------------------------------------------
+def _to_half(value):
+    """A float32 array rounded to the nearest float16 (ties to even, numpy's cast), as float32;
+    anything else (ints, bools) as it is."""
+    array = np.asarray(value)
+    if array.dtype == np.float32:
+        return array.astype(np.float16).astype(np.float32)
+    return array
+
+
+def _run_rounding_layer_outputs(model, inputs):
+    """model (Functional or Sequential) run layer by layer on `inputs` (its flat list), each
+    layer's or op's outputs rounded to float16 before the next reads them; a model nested as a
+    layer is run the same way inside. Returns the flat list of outputs."""
+    functional = getattr(model, "_functional", None) or model      # a Sequential's graph
+
+    def operation_fn(operation):
+        def call(*args, **kwargs):
+            if isinstance(operation, keras.Model) and not kwargs and len(args) == 1:
+                outputs = _run_rounding_layer_outputs(operation, as_list(args[0]))
+                outputs = outputs if len(outputs) > 1 else outputs[0]
+            else:
+                outputs = operation(*args, **kwargs)
+            return keras.tree.map_structure(_to_half, outputs)
+        return call
+
+    outputs = functional._run_through_graph(list(inputs), operation_fn=operation_fn)
+    return [np.asarray(o) for o in keras.tree.flatten(outputs)]
+
+
+def answers_with_half_activations(model, x):
+    """Keras's answer for x with every float32 value passed between layers rounded to float16:
+    the model run layer by layer (operation by operation, through nested models too), each
+    output rounded to the nearest half before the next layer reads it; the model's inputs as
+    given. The emulation of load_model(activation_dtype="float16"), as a list of outputs."""
+    return _run_rounding_layer_outputs(model, [np.asarray(a) for a in as_list(x)])

@@ -26,7 +26,8 @@ SELECTION = ["plain_policy_checks.py", "test_matmul.py", "test_layers_conv.py",
              "test_storage_float16.py::test_einsum_dense",
              "test_storage_float16.py::test_embedding_tables",
              "test_storage_float16.py::test_small_cnn",
-             "test_storage_float16.py::test_plans_record_and_replay_the_half_variants"]
+             "test_storage_float16.py::test_plans_record_and_replay_the_half_variants",
+             "test_activations_float16.py"]
 TIMEOUT_S = 1200
 
 

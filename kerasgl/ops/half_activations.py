@@ -70,9 +70,10 @@ def as_activation(x: Tensor) -> Tensor:
 
 
 def as_output(x: Tensor) -> Tensor:
-    """A model output handed back: a texture of halves becomes a float32 buffer (x freed), the
-    storage predict's readers and plans expect; anything else is x."""
-    if x.storage == "texture" and is_half_texture(x.gl_object):
+    """A model output handed back, while `running` float16: a texture (of halves, or an int32 /
+    bool result that a kernel wrote in place) becomes a buffer (x freed; the halves read as
+    float32), the storage predict's readers and plans expect; anything else is x."""
+    if active() and x.storage == "texture":
         return storage_ops.into_storage(x, "buffer")
     return x
 

@@ -160,26 +160,56 @@ def any_storage(op=None, *, in_place: tuple = ()):
 
     @functools.wraps(op)
     def wrapper(*args, **kwargs):
-        tensors = [v for v in list(args) + list(kwargs.values()) if isinstance(v, Tensor)]
+        # (a list or tuple argument's tensors count too: concatenate's)
+        tensors = [t for v in list(args) + list(kwargs.values()) for t in _tensors_in(v)]
+        halves = _HalfResults.depth
         if not any(_in_texture(t) for t in tensors):
-            return op(*args, **kwargs)
+            return _with_float32_results(op, in_place)(*args, **kwargs)
         reads_in_place = in_place if textures_in_place() else frozenset()
 
         def staged(value, name):
+            if isinstance(value, (list, tuple)):
+                return type(value)(staged(v, None) for v in value)
             if _in_texture(value) and name not in reads_in_place:
                 return to_buffer(value)        # a temporary: the tidy scope below frees it
             return value
 
         def call():
-            return op(*[staged(a, positional[i] if i < len(positional) else None)
-                        for i, a in enumerate(args)],
-                      **{k: staged(v, k) for k, v in kwargs.items()})
+            return _with_float32_results(op, in_place)(
+                *[staged(a, positional[i] if i < len(positional) else None)
+                  for i, a in enumerate(args)],
+                **{k: staged(v, k) for k, v in kwargs.items()})
         result = ownership.tidy.run(call)
         if all(t.storage == "texture" for t in tensors) and isinstance(result, Tensor):
-            return into_storage(result, HALF_TEXTURE if _HalfResults.depth else "texture")
+            return into_storage(result, HALF_TEXTURE if halves else "texture")
         return result
 
     return wrapper
+
+
+def _tensors_in(value) -> list:
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, Tensor)]
+    return []
+
+
+def _with_float32_results(op, in_place):
+    """op as any_storage runs it. An op that reads buffers only (no `in_place` arguments) runs as
+    outside a float16-activation run: the kernels it calls write float32 results where its own
+    dispatches read them as buffers (rnn.recurrence's input projection); any_storage keeps its
+    result as halves after."""
+    if in_place or not _HalfResults.depth:
+        return op
+
+    def run(*args, **kwargs):
+        saved, _HalfResults.depth = _HalfResults.depth, 0
+        try:
+            return op(*args, **kwargs)
+        finally:
+            _HalfResults.depth = saved
+    return run
 
 
 def run_in_place(shader: str, *, buffers, reads: dict, writes: dict | None = None,

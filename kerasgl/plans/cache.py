@@ -180,7 +180,7 @@ class ModelPlans:
         activation_dtype says; outputs as float32 buffers either way."""
         with half_activations.running(self.activation_dtype):
             outs = self.graph.execute(inputs, wanted)
-        return [half_activations.as_output(out) for out in outs]
+            return [half_activations.as_output(out) for out in outs]
 
     # -- the cache -------------------------------------------------------------------------------------
     def _entry(self, values, wanted) -> _Entry | None:

@@ -96,6 +96,37 @@ def test_binary_reads_textures_in_place(case, storages):
     np.testing.assert_array_equal(expected, a - b)
 
 
+# -------------------------------------------------------------------------------------------------
+# Concatenation: concat.comp, one dispatch per input, each read where it is stored
+# -------------------------------------------------------------------------------------------------
+CONCAT_STORAGES = [("texture", "texture", "texture"), ("texture", "buffer", "texture"),
+                   ("buffer", "buffer", "texture")]
+
+
+@pytest.mark.parametrize("storages", CONCAT_STORAGES, ids="-".join)
+@pytest.mark.parametrize("shapes, axis", [
+    (((2, 3, 5, 4), (2, 3, 5, 7), (2, 3, 5, 1)), -1),
+    (((2, 4, 6), (2, 1, 6), (2, 3, 6)), 1),
+    (((ROW // 2 + 3, 3), (ROW // 2 + 3, 2), (ROW // 2 + 3, 1)), -1)],
+    ids=["channels", "middle axis", "past a row"])
+def test_concatenate_reads_textures_in_place(shapes, axis, storages):
+    """Each input read in place (one concat.comp dispatch per input, none a copy); the result a
+    texture exactly when every input is one; numpy's concatenation."""
+    from kerasgl.ops.merge import concatenate
+    arrays = [rand(shape, seed) for seed, shape in enumerate(shapes)]
+    with kg.tidy():
+        with kg.profile(gpu_timing=False) as p:
+            out = concatenate([in_storage(a, s) for a, s in zip(arrays, storages)], axis)
+        kernels = [e.kernel for e in p.events]
+        assert len(kernels) == 3 and all(k.split()[0] == "concat.comp" for k in kernels), kernels
+        for kernel, storage in zip(kernels, storages):
+            assert ("X_TEXTURE" in kernel.split()) == (storage == "texture"), kernel
+        expected = "texture" if all(s == "texture" for s in storages) else "buffer"
+        assert out.storage == expected
+        assert all(("Y_TEXTURE" in k.split()) == (expected == "texture") for k in kernels)
+        np.testing.assert_array_equal(out.numpy(), np.concatenate(arrays, axis))
+
+
 @pytest.mark.parametrize("op, reference", [
     ("add", np.add), ("mul", np.multiply), ("div", np.divide), ("maximum", np.maximum),
     ("squared_difference", lambda x, y: (x - y) ** 2), ("arctan2", np.arctan2)])

@@ -11,13 +11,15 @@ from . import dispatch, elementwise, layout
 from .axes import normalize_axes, reduced_axes, run_over_axes
 from .checks import float32_tensor
 from .matmul import matmul
+from . import storage_ops
 from .storage_ops import any_storage
 
 NARY_OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "average": "add",
             "maximum": "maximum", "minimum": "minimum"}
 
 
-@any_storage
+# concat.comp reads each input and writes the output where they are stored, textures included.
+@any_storage(in_place=("tensors",))
 def concatenate(tensors, axis: int = -1) -> Tensor:
     """Join tensors along `axis`; every other dimension must match."""
     tensors = [float32_tensor(t, f"concatenate input {i}") for i, t in enumerate(tensors)]
@@ -34,15 +36,17 @@ def concatenate(tensors, axis: int = -1) -> Tensor:
             raise ShapeError(f"concatenate along axis {axis} needs all other dimensions to match. "
                              f"Received shapes {[list(t.shape) for t in tensors]}.")
     total = sum(t.shape[axis] for t in tensors)
-    out = empty(first[:axis] + (total,) + first[axis + 1:])
+    out = empty(first[:axis] + (total,) + first[axis + 1:],
+                storage=storage_ops.result_storage(*tensors))
     inner = math.prod(first[axis + 1:])
     offset = 0
     for t in tensors:
         if t.size:
-            dispatch.run("concat.comp", buffers=[t, out],
-                         uniforms={"n": t.size, "slice": t.shape[axis] * inner,
-                                   "out_slice": total * inner, "offset": offset * inner},
-                         groups=dispatch.groups_for(t.size))
+            storage_ops.run_in_place(
+                "concat.comp", buffers=[t, out], reads={0: "X"}, writes={1: "Y"},
+                uniforms={"n": t.size, "slice": t.shape[axis] * inner,
+                          "out_slice": total * inner, "offset": offset * inner},
+                groups=dispatch.groups_for(t.size))
         offset += t.shape[axis]
     return out
 

@@ -168,8 +168,8 @@ def any_storage(op=None, *, in_place: tuple = ()):
         reads_in_place = in_place if textures_in_place() else frozenset()
 
         def staged(value, name):
-            if isinstance(value, (list, tuple)):
-                return type(value)(staged(v, None) for v in value)
+            if isinstance(value, (list, tuple)):     # its tensors read in place, or not, alike
+                return type(value)(staged(v, name) for v in value)
             if _in_texture(value) and name not in reads_in_place:
                 return to_buffer(value)        # a temporary: the tidy scope below frees it
             return value

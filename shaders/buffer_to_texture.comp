@@ -18,11 +18,11 @@ layout(std430, binding = 0) readonly buffer Src { float src[]; };
 layout(FLOAT_TEXEL_FORMAT, binding = 0) uniform writeonly image2D dst;
 #endif
 uniform uint n;
-uniform int width;
 
 void main() {
     uint i = linear_index();
     if (i >= n) return;
+    int width = imageSize(dst).x;     // the texture's rows, whatever its extent
 #if IS_INT
     imageStore(dst, ivec2(int(i) % width, int(i) / width), ivec4(src[i], 0, 0, 0));
 #else

@@ -17,10 +17,10 @@ layout(std430, binding = 0) writeonly buffer Dst { float dst[]; };
 layout(FLOAT_TEXEL_FORMAT, binding = 0) uniform readonly image2D src;
 #endif
 uniform uint n;
-uniform int width;
 
 void main() {
     uint i = linear_index();
     if (i >= n) return;
+    int width = imageSize(src).x;     // the texture's rows, whatever its extent
     dst[i] = imageLoad(src, ivec2(int(i) % width, int(i) / width)).r;
 }

@@ -23,7 +23,7 @@ import inspect
 
 from ..runtime import context, tuning
 from ..tensors import ownership
-from ..tensors.tensor import HALF_TEXTURE, Tensor, empty, is_half_texture, texture_extent
+from ..tensors.tensor import HALF_TEXTURE, Tensor, empty, is_half_texture
 from . import dispatch
 
 GL_R32F, GL_R32I, GL_R16F = 0x822E, 0x8235, 0x822D
@@ -80,7 +80,6 @@ def _convert(x: Tensor, storage: str, shader: str) -> Tensor:
     the other as the image at unit 0."""
     out = empty(x.shape, x.dtype, storage=storage)
     if x.size:
-        width, _ = texture_extent(x.size)
         writes_texture = storage != "buffer"
         buffer, texture = (x, out) if writes_texture else (out, x)
         fmt = image_format(texture)
@@ -90,7 +89,7 @@ def _convert(x: Tensor, storage: str, shader: str) -> Tensor:
         dispatch.run(shader, defines=defines,
                      buffers=[buffer],
                      images=[(0, texture.gl_texture(), not writes_texture, writes_texture, fmt)],
-                     uniforms={"n": x.size, "width": width}, groups=dispatch.groups_for(x.size))
+                     uniforms={"n": x.size}, groups=dispatch.groups_for(x.size))
     return out
 
 

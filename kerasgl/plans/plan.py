@@ -140,21 +140,21 @@ class Plan:
 
     def _share_textures(self, ctx, textures, intervals: dict, handles: dict) -> None:
         """Textures whose lifetimes do not overlap share one, as buffers do (memory_plan.assign,
-        counting rows): a float16-activation model keeps its activations in textures. Tenants of
-        one texture have the same width and texel format, since kernels find an element's texel
-        from the texture's width (texture_operand.glsl); one as tall as its tallest tenant holds
-        each (a tensor of GL_MAX_TEXTURE_SIZE or more elements fills rows of that width)."""
-        groups: dict = {}
-        for seen in textures:
-            groups.setdefault((seen.extent[0], seen.texture_dtype), []).append(seen)
-        for (width, dtype), members in groups.items():
-            texel_bytes = members[0].nbytes // (members[0].extent[0] * members[0].extent[1])
-            assignment = memory_plan.assign(
-                [memory_plan.Usage(s.token, s.extent[1], *intervals[s.token]) for s in members])
-            shared = [self._texture(ctx, (width, rows), dtype, width * rows * texel_bytes)
-                      for rows in assignment.sizes]
-            for token, index in assignment.buffer_of.items():
-                handles[token] = shared[index]
+        counting rows): a float16-activation model keeps its activations in textures. Kernels
+        find an element's texel from the width of the texture bound (texture_operand.glsl,
+        texture_to_buffer.comp), so a tenant may live in any texture of its texel format with
+        room for it, row by row at that texture's width. Two ways to share, the one needing
+        fewer bytes taken: tenants of one width together (a tensor smaller than a texture row
+        keeps its own width: no padding), or every tenant of a format in textures a whole
+        GL_MAX_TEXTURE_SIZE row wide (more sharing, a row at least each)."""
+        full_width = context.limits().max_texture_size
+        by_width = _texture_sharing(textures, intervals, lambda seen: seen.extent[0])
+        full = _texture_sharing(textures, intervals, lambda seen: full_width)
+        chosen = min(by_width, full, key=lambda plan: sum(t[2] for t in plan))
+        for extent, dtype, nbytes, tokens in chosen:
+            texture = self._texture(ctx, extent, dtype, nbytes)
+            for token in tokens:
+                handles[token] = texture
 
     def _texture(self, ctx, extent, dtype, nbytes):
         texture = ctx.texture(extent, 1, dtype=dtype)
@@ -271,3 +271,24 @@ class Plan:
 
 
 __all__ = ["Plan"]
+
+
+def _texture_sharing(textures, intervals: dict, width_of) -> list:
+    """Plan._share_textures's textures if each recorded texture lives in one `width_of(it)` texels
+    wide: [(extent, texel format, bytes, tokens of its tenants)], tenants of one texture sharing
+    its width and format, and never alive at once (memory_plan.assign over their rows)."""
+    groups: dict = {}
+    for seen in textures:
+        groups.setdefault((width_of(seen), seen.texture_dtype), []).append(seen)
+    shared = []
+    for (width, dtype), members in groups.items():
+        texel_bytes = members[0].nbytes // (members[0].extent[0] * members[0].extent[1])
+        assignment = memory_plan.assign(
+            [memory_plan.Usage(s.token, -(-s.extent[0] * s.extent[1] // width), *intervals[s.token])
+             for s in members])
+        tenants: list = [[] for _ in assignment.sizes]
+        for token, index in assignment.buffer_of.items():
+            tenants[index].append(token)
+        shared += [((width, rows), dtype, width * rows * texel_bytes, tokens)
+                   for rows, tokens in zip(assignment.sizes, tenants)]
+    return shared

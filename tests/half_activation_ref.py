@@ -5,6 +5,22 @@ value of a half). The full emulation, for any model, is tests/keras_ref.py's."""
 import numpy as np
 
 
+def dense16_file(folder, output_name=None) -> tuple:
+    """(model, path, x): the plumbing tests' small model (Dense 16 -> 12 relu -> 4, seed 5),
+    saved as dense16.keras in `folder`, and 5 inputs of scale 3 (large enough that rounding
+    weights or activations to halves moves the answer beyond float32's rounding)."""
+    import os
+    import keras
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential([keras.Input((16,), name="x"),
+                              keras.layers.Dense(12, activation="relu"),
+                              keras.layers.Dense(4, name=output_name)], name="dense16")
+    path = os.path.join(str(folder), "dense16.keras")
+    model.save(path)
+    x = (np.random.default_rng(1).standard_normal((5, 16)) * 3).astype(np.float32)
+    return model, path, x
+
+
 def to_half(a) -> np.ndarray:
     """float32 values rounded to the nearest float16 (ties to even), as float32."""
     return np.asarray(a, np.float32).astype(np.float16).astype(np.float32)

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from half_activation_ref import dense16_file
 from keras_ref import answers_with_half_weights, assert_close, keras
 
 ops = keras.ops
@@ -264,13 +265,7 @@ def test_predict_storage_dtype_float16_is_keras_with_half_rounded_weights(tmp_pa
     """--storage-dtype float16 loads the model as load_model(storage_dtype="float16") does: the
     answers are Keras's with the kernels rounded to halves (within 1e-4), which differ from the
     float32 weights' answers by more than that (so the option was not ignored)."""
-    keras.utils.set_random_seed(5)
-    model = keras.Sequential([keras.Input((16,), name="x"),
-                              keras.layers.Dense(12, activation="relu"), keras.layers.Dense(4)],
-                             name="dense16")
-    path = tmp_path / "dense16.keras"
-    model.save(path)
-    x = (np.random.default_rng(1).standard_normal((5, 16)) * 3).astype(np.float32)
+    model, path, x = dense16_file(tmp_path)
     np.save(tmp_path / "x.npy", x)
     out = tmp_path / "y.npy"
     kerasgl("predict", path, tmp_path / "x.npy", "-o", out, "--storage-dtype", "float16")
@@ -303,13 +298,7 @@ def test_predict_summary_and_profile_with_activation_dtype_float16(tmp_path):
     float16, unlike the float32 answer), summary says so, and profile's header says so while
     its kernels read and write textures of halves (HALF_TEXTURE)."""
     from half_activation_ref import assert_half_activations, dense_answers_with_half_activations
-    keras.utils.set_random_seed(5)
-    model = keras.Sequential([keras.Input((16,), name="x"),
-                              keras.layers.Dense(12, activation="relu"), keras.layers.Dense(4)],
-                             name="dense16")
-    path = tmp_path / "dense16.keras"
-    model.save(path)
-    x = (np.random.default_rng(1).standard_normal((5, 16)) * 3).astype(np.float32)
+    model, path, x = dense16_file(tmp_path)
     np.save(tmp_path / "x.npy", x)
     out = tmp_path / "y.npy"
     kerasgl("predict", path, tmp_path / "x.npy", "-o", out, "--activation-dtype", "float16")

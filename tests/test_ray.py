@@ -65,15 +65,9 @@ def test_predictor_storage_dtype_float16_predicts_keras_with_half_rounded_weight
     answers are Keras's with the Dense kernels rounded to halves (within 1e-4), unlike the
     float32 weights' by more than that. A value load_model refuses is refused before any worker
     starts. In this process, before the cluster starts (as the tests above)."""
-    import keras
+    from half_activation_ref import dense16_file
     from keras_ref import answers_with_half_weights
-    keras.utils.set_random_seed(5)
-    model = keras.Sequential([keras.Input((16,), name="x"),
-                              keras.layers.Dense(12, activation="relu"),
-                              keras.layers.Dense(4, name="y")], name="dense16")
-    path = str(tmp_path / "dense16.keras")
-    model.save(path)
-    x = (np.random.default_rng(1).standard_normal((5, 16)) * 3).astype(np.float32)
+    model, path, x = dense16_file(tmp_path, output_name="y")
     float32_answer, expected = answers_with_half_weights(model, x)
     assert np.abs(expected - float32_answer).max() > 1e-3
     kg.shutdown()
@@ -95,15 +89,9 @@ def test_predictor_activation_dtype_float16_keeps_every_layer_as_halves(tmp_path
     unlike the float32 answer); with storage_dtype too, both hold. A value load_model refuses is
     refused, naming activation_dtype, before any worker starts. In this process, before the
     cluster starts (as the tests above)."""
-    import keras
+    from half_activation_ref import dense16_file
     from half_activation_ref import assert_half_activations, dense_answers_with_half_activations
-    keras.utils.set_random_seed(5)
-    model = keras.Sequential([keras.Input((16,), name="x"),
-                              keras.layers.Dense(12, activation="relu"),
-                              keras.layers.Dense(4, name="y")], name="dense16")
-    path = str(tmp_path / "dense16.keras")
-    model.save(path)
-    x = (np.random.default_rng(1).standard_normal((5, 16)) * 3).astype(np.float32)
+    model, path, x = dense16_file(tmp_path, output_name="y")
     kg.shutdown()
     predictor = kerasgl.ray.Predictor(path, activation_dtype="float16", storage_dtype="float16")
     try:

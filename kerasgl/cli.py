@@ -40,7 +40,7 @@ EXIT_ERROR = 1
 def cmd_predict(args) -> int:
     import kerasgl as kg
     cli_io.check_paths(args.input, args.output)      # before the model's load: fail fast
-    with kg.load_model(args.model, **dtype_options(args)) as model:
+    with kg.load_model(args.model, **cli_io.dtype_options(args)) as model:
         x = cli_io.read_inputs(args.input, model, args.array)
         outputs = model.predict(x, batch_size=args.batch_size, verbose=args.verbose)
         if args.output:
@@ -55,7 +55,7 @@ def cmd_predict(args) -> int:
 
 def cmd_summary(args) -> int:
     import kerasgl as kg
-    with kg.load_model(args.model, **dtype_options(args)) as model:
+    with kg.load_model(args.model, **cli_io.dtype_options(args)) as model:
         model.summary(expand_nested=args.expand_nested)
     return 0
 
@@ -124,7 +124,7 @@ def cmd_gl_objects(args, rest) -> int:
 def cmd_generate(args) -> int:
     import kerasgl as kg
     from .kerashub import samplers, streaming   # imported only here: KerasHub's text side
-    with kg.load_model(args.preset, **dtype_options(args)) as model:
+    with kg.load_model(args.preset, **cli_io.dtype_options(args)) as model:
         if not isinstance(model, kg.kerashub.HubCausalLM) or model.tokenizer is None:
             raise CLIError(f"{args.preset}: not a KerasHub causal LM preset saved with its "
                            "tokenizer")
@@ -176,12 +176,6 @@ def add_activation_dtype(parser) -> None:
                         help="how the tensors between layers are kept on the GPU: float16 "
                              "halves their memory and traffic, results move slightly (default "
                              "float32; docs/float16.md)")
-
-
-def dtype_options(args) -> dict:
-    """load_model's storage_dtype and activation_dtype from a command's options."""
-    return {"storage_dtype": getattr(args, "storage_dtype", "float32"),
-            "activation_dtype": getattr(args, "activation_dtype", "float32")}
 
 
 def positive_int(text: str) -> int:

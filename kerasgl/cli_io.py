@@ -109,3 +109,10 @@ def write_outputs(path: str, model, outputs) -> str:
     words = "comma-separated" if kind == ".csv" else "space-separated"
     return (f"{path} (text: {rows.shape[0]} rows of {rows.shape[1]} {words} values{flattened}; "
             f"output shape {array.shape})")
+
+
+def dtype_options(args) -> dict:
+    """load_model's storage_dtype and activation_dtype from a command's options (kerasgl
+    predict, summary, profile, generate)."""
+    return {"storage_dtype": getattr(args, "storage_dtype", "float32"),
+            "activation_dtype": getattr(args, "activation_dtype", "float32")}

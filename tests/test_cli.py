@@ -323,7 +323,7 @@ def test_activation_dtype_option_of_every_loading_command(models):
                     ["profile", "m.keras"], ["generate", "preset", "hello"]):
         assert parser.parse_args(command).activation_dtype == "float32"
         args = parser.parse_args(command + ["--activation-dtype", "float16"])
-        assert cli.dtype_options(args) == {"storage_dtype": "float32",
+        assert cli.cli_io.dtype_options(args) == {"storage_dtype": "float32",
                                            "activation_dtype": "float16"}
     folder, paths, _ = models
     x = os.path.join(folder, "x.npy")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import cli_io
-from ..cli import dtype_options
 from ..compiler.feeding import DEFAULT_BATCH_SIZE
 from ..errors import ShapeError
 from ..model import load_model
@@ -46,7 +45,7 @@ def warm_up(model, x, batch_size: int | None) -> int:
 def run(args) -> int:
     if args.input is not None:
         cli_io.check_paths(args.input, None)
-    with load_model(args.model, **dtype_options(args)) as model:
+    with load_model(args.model, **cli_io.dtype_options(args)) as model:
         if args.input is not None:
             x = cli_io.read_inputs(args.input, model, getattr(args, "array", None))
         else:

@@ -53,6 +53,7 @@ from kerasgl.ops import conv, elementwise, half_activations, normalization, pool
 from kerasgl.ops import matmul as matmul_ops
 from kerasgl.ops.storage_ops import to_texture
 from kerasgl.runtime import context, tuning
+from half_activation_ref import half_ulp, model_ulps
 from keras_ref import (answers_with_half_activations, as_list, assert_close, keras,
                        random_inputs, randomize_weights, rounded_to_half)
 
@@ -63,14 +64,6 @@ def half(a):
     """numpy's float16 of a float32 array (round to nearest, ties to even), as float32."""
     with np.errstate(over="ignore"):
         return np.asarray(a, np.float32).astype(np.float16).astype(np.float32)
-
-
-def half_ulp(values):
-    """The spacing of halves at each value's magnitude: 2^(e - 10) for 2^e <= |v| < 2^(e+1) in
-    the normal range, 2^-24 below it (subnormals and zero)."""
-    magnitude = np.abs(np.asarray(values, np.float64))
-    exponent = np.floor(np.log2(np.maximum(magnitude, 2.0 ** -14)))
-    return 2.0 ** (exponent - 10)
 
 
 def halves_bits(values):
@@ -378,13 +371,6 @@ def multi():
 
 MODELS = {"cnn": cnn, "mlp": mlp, "attention": attention, "recurrent": recurrent,
           "multi": multi}
-
-
-def model_ulps() -> int:
-    """How many spacings of halves at an output's largest magnitude kerasgl's float16 answer may
-    differ from the emulation's: 2 where stores round to nearest (measured 1 at most), 8 where
-    they truncate (llvmpipe under the plain policy: measured 4 at most). See the docstring."""
-    return 2 if rounds_in_shader() else 8
 
 
 @pytest.fixture(scope="module")

@@ -116,10 +116,14 @@ def test_greedy_generation_gives_keras_hubs_tokens(saved):
 
 def test_activation_dtype_float16_runs_predict_and_generate_on_halves(saved):
     """load_model(preset, activation_dtype="float16"): predict's logits are halves (every value
-    exactly a float16) near keras_hub's; generate keeps the decoder's tensors as halves too
+    exactly a float16) within a few spacings of halves of keras_hub's float32 logits (Keras's
+    layer-by-layer emulation cannot walk a KerasHub task model: the bound is measured, 1.73
+    spacings where stores round to nearest, 2.49 where they truncate (the plain policy on
+    llvmpipe): the logits' own rounding, half a spacing, plus what the blocks' roundings carry
+    to them; allowed 3 and 8, model_ulps()'s margins); generate keeps the decoder's tensors as halves too
     (its steps' logits are halves, its kernels read and write textures of halves), gives
     keras_hub's greedy tokens on this model, and frees everything it made."""
-    from half_activation_ref import is_half
+    from half_activation_ref import is_half, model_ulps, spacings_off
     causal_lm, paths = saved
     inputs = prompts()
     expected = np.asarray(causal_lm(inputs))
@@ -132,7 +136,7 @@ def test_activation_dtype_float16_runs_predict_and_generate_on_halves(saved):
         assert model.activation_dtype == "float16"
         logits = model.predict(inputs, verbose=0)
         assert is_half(logits) and not is_half(expected)
-        assert_close(logits, expected, atol=2e-3, what="float16 activations")
+        assert spacings_off(logits, expected) <= (3 if model_ulps() == 2 else 8)
         seen = []
         before = kg.memory()
         with kg.profile() as profiled:

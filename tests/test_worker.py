@@ -121,18 +121,24 @@ def test_errors_reach_the_caller_unchanged(free_context):
 
 def test_worker_models_take_activation_dtype(free_context, digits):
     """Worker.load_model and load_model(worker=...) take activation_dtype: predict's answers are
-    then halves (each layer's output rounded), near Keras's; WorkerModel.activation_dtype says
+    then halves (each layer's output rounded), Keras's run layer by layer with each output
+    rounded to a half within model_ulps() spacings (measured 0 on llvmpipe's policy, 3 under the
+    plain one's truncating stores); WorkerModel.activation_dtype says
     which and, set on any thread, switches the model on the worker (float32 answers again). A
     bad value raises InputValueError naming it, from the worker as from load_model."""
-    from half_activation_ref import is_half
+    import keras
+    from half_activation_ref import is_half, model_ulps, spacings_off
+    from keras_ref import answers_with_half_activations
     x, expected = digits
+    emulated = answers_with_half_activations(keras.saving.load_model(DIGITS), x)[0]
     with kg.Worker() as worker:
+        ulps = worker.call(model_ulps)            # the worker's device's tuning
         for model in (worker.load_model(DIGITS, activation_dtype="float16"),
                       kg.load_model(DIGITS, worker=worker, activation_dtype="float16")):
             assert model.activation_dtype == "float16"
             halves = model.predict(x)
             assert is_half(halves)
-            np.testing.assert_allclose(halves, expected, atol=5e-3)
+            assert spacings_off(halves, emulated) <= ulps
             model.activation_dtype = "float32"
             assert model.activation_dtype == "float32"
             full = model.predict(x)

@@ -45,8 +45,10 @@ class Plan:
         end = len(rec.steps) + 1
         handles: dict = {}
         self.persistent: list[GLObject] = []
-        usages, textures, constants = [], [], []
-        texture_usages: dict = {}          # token -> (first, last) of a texture to share
+        usages, constants = [], []
+        # Textures: those made in the call are shared by lifetime (their usage, bytes counted);
+        # one uploaded during the call keeps a texture of its own.
+        shared_textures, own_textures = [], []
         for token, seen in by_token.items():
             if token[0] == "w":
                 handles[token] = seen.gl.handle
@@ -59,29 +61,25 @@ class Plan:
                     continue                       # made and never used: needs no place
                 first = seen.first if seen.first is not None else end
                 last = end if token in outputs else seen.last
-            if seen.kind == "texture":
-                textures.append(seen)
-                if seen.data is None:
-                    texture_usages[token] = (first, last)
+            if seen.kind == "texture" and seen.data is None:
+                shared_textures.append((seen, memory_plan.Usage(token, seen.nbytes, first, last)))
+            elif seen.kind == "texture":
+                own_textures.append(seen)
             elif seen.data is not None and not seen.written and token not in outputs:
                 constants.append(seen)             # uploaded once, read only: plan-owned
             else:
                 usages.append(memory_plan.Usage(token, max(4, seen.nbytes), first, last))
-        self.naive_bytes = sum(u.size for u in usages) + sum(s.nbytes for s in textures)
-        self.peak_live_bytes = memory_plan.peak_live_bytes(
-            usages + [memory_plan.Usage(s.token, s.nbytes, *texture_usages[s.token])
-                      for s in textures if s.token in texture_usages]) + sum(
-            s.nbytes for s in textures if s.token not in texture_usages)
+        own_bytes = sum(seen.nbytes for seen in own_textures)
+        tenants = [usage for _, usage in shared_textures]
+        self.naive_bytes = sum(u.size for u in usages + tenants) + own_bytes
+        self.peak_live_bytes = memory_plan.peak_live_bytes(usages + tenants) + own_bytes
         assignment = memory_plan.assign(usages)
         shared = [self._buffer(ctx, size) for size in assignment.sizes]
         for token, index in assignment.buffer_of.items():
             handles[token] = shared[index]
-        self._share_textures(ctx, [s for s in textures if s.token in texture_usages],
-                             texture_usages, handles)
-        for seen in textures:
-            if seen.token not in texture_usages:      # uploaded: a texture of its own
-                handles[seen.token] = self._texture(ctx, seen.extent, seen.texture_dtype,
-                                                    seen.nbytes)
+        self._share_textures(ctx, shared_textures, handles)
+        for seen in own_textures:
+            handles[seen.token] = self._texture(ctx, seen.extent, seen.texture_dtype, seen.nbytes)
         for seen in constants:
             handles[seen.token] = self._buffer(ctx, len(seen.data), seen.data)
         self.shared_buffers = len(shared)
@@ -138,7 +136,7 @@ class Plan:
                 handle, fmt, self._objects, f"{self.label} {fmt} view")
         return view
 
-    def _share_textures(self, ctx, textures, intervals: dict, handles: dict) -> None:
+    def _share_textures(self, ctx, textures, handles: dict) -> None:
         """Textures whose lifetimes do not overlap share one, as buffers do (memory_plan.assign,
         counting rows): a float16-activation model keeps its activations in textures. Kernels
         find an element's texel from the width of the texture bound (texture_operand.glsl,
@@ -148,8 +146,8 @@ class Plan:
         keeps its own width: no padding), or every tenant of a format in textures a whole
         GL_MAX_TEXTURE_SIZE row wide (more sharing, a row at least each)."""
         full_width = context.limits().max_texture_size
-        by_width = _texture_sharing(textures, intervals, lambda seen: seen.extent[0])
-        full = _texture_sharing(textures, intervals, lambda seen: full_width)
+        by_width = _texture_sharing(textures, lambda seen: seen.extent[0])
+        full = _texture_sharing(textures, lambda seen: full_width)
         chosen = min(by_width, full, key=lambda plan: sum(t[2] for t in plan))
         for extent, dtype, nbytes, tokens in chosen:
             texture = self._texture(ctx, extent, dtype, nbytes)
@@ -273,19 +271,20 @@ class Plan:
 __all__ = ["Plan"]
 
 
-def _texture_sharing(textures, intervals: dict, width_of) -> list:
-    """Plan._share_textures's textures if each recorded texture lives in one `width_of(it)` texels
-    wide: [(extent, texel format, bytes, tokens of its tenants)], tenants of one texture sharing
+def _texture_sharing(textures, width_of) -> list:
+    """Plan._share_textures's textures ((recorded texture, its usage) pairs) if each lives in one
+    `width_of(it)` texels wide: [(extent, texel format, bytes, tokens of its tenants)], tenants of one texture sharing
     its width and format, and never alive at once (memory_plan.assign over their rows)."""
     groups: dict = {}
-    for seen in textures:
-        groups.setdefault((width_of(seen), seen.texture_dtype), []).append(seen)
+    for seen, usage in textures:
+        groups.setdefault((width_of(seen), seen.texture_dtype), []).append((seen, usage))
     shared = []
     for (width, dtype), members in groups.items():
-        texel_bytes = members[0].nbytes // (members[0].extent[0] * members[0].extent[1])
+        first = members[0][0]
+        texel_bytes = first.nbytes // (first.extent[0] * first.extent[1])
         assignment = memory_plan.assign(
-            [memory_plan.Usage(s.token, -(-s.extent[0] * s.extent[1] // width), *intervals[s.token])
-             for s in members])
+            [memory_plan.Usage(s.token, -(-s.extent[0] * s.extent[1] // width), u.first, u.last)
+             for s, u in members])
         tenants: list = [[] for _ in assignment.sizes]
         for token, index in assignment.buffer_of.items():
             tenants[index].append(token)
